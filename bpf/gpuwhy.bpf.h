@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared layer of the gpuwhy BPF programs: configuration, maps, and the emit/count helpers.
+ * Maps and the license are defined once, here; probe families (api.bpf.h, sched.bpf.h,
+ * proc.bpf.h, host.bpf.h) build on these helpers and gpuwhy.bpf.c includes them all.
+ */
+#ifndef GPUWHY_BPF_H
+#define GPUWHY_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "gpuwhy/abi/events.h"
+
+/* Tunables (read-only data, set by user space before load). */
+const volatile struct gw_config gw_cfg = {};
+
+/* Bulk events: API calls, off-CPU intervals, syscalls, I/O. Size set by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} gw_events SEC(".maps");
+
+/* Process lifecycle and discovery hints: low rate, its own ring so bulk pressure never drops them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} gw_lifecycle SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GW_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} gw_counters SEC(".maps");
+
+/* Thread groups being traced: added by user space (discovery, --pid), by the first probed API call
+ * of a process, and by fork from a traced parent; removed when the process ends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} gw_tracked SEC(".maps");
+
+static __always_inline void gw_count(__u32 counter)
+{
+	__u64 *v = bpf_map_lookup_elem(&gw_counters, &counter);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool gw_is_tracked(__u32 tgid)
+{
+	return tgid != 0 && tgid != gw_cfg.self_pid && bpf_map_lookup_elem(&gw_tracked, &tgid);
+}
+
+static __always_inline void gw_fill_header(struct gw_event_header *h, __u16 kind, __u16 size,
+					   __u64 ts, __u32 pid, __u32 tid)
+{
+	h->ts_ns = ts;
+	h->pid = pid;
+	h->tid = tid;
+	h->kind = kind;
+	h->size = size;
+	h->cpu = (__u16)bpf_get_smp_processor_id();
+	h->flags = 0;
+}
+
+/* Reserve in the bulk ring; a failure is a counted loss. */
+static __always_inline void *gw_reserve_event(__u32 size)
+{
+	void *rec = bpf_ringbuf_reserve(&gw_events, size, 0);
+
+	if (!rec)
+		gw_count(GW_CNT_EVENTS_RING_FULL);
+	return rec;
+}
+
+/* Submit without waking the reader (it polls every few ms) unless the ring is filling up: one
+ * wakeup per event would cost more than the event itself. */
+static __always_inline void gw_submit_event(void *rec)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&gw_events, BPF_RB_AVAIL_DATA) >= gw_cfg.wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(rec, flags);
+}
+
+static __always_inline void *gw_reserve_lifecycle(__u32 size)
+{
+	void *rec = bpf_ringbuf_reserve(&gw_lifecycle, size, 0);
+
+	if (!rec)
+		gw_count(GW_CNT_LIFECYCLE_RING_FULL);
+	return rec;
+}
+
+#endif /* GPUWHY_BPF_H */

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What else the host did to traced threads: slow syscalls, block I/O they issued, direct reclaim
+ * stalls; and TCP retransmissions host-wide (they happen in softirq context, not in the thread).
+ */
+#ifndef GPUWHY_HOST_BPF_H
+#define GPUWHY_HOST_BPF_H
+
+#include "gpuwhy.bpf.h"
+#include "proc.bpf.h"
+
+struct gw_sys_open {
+	__u64 ts;
+	__u64 arg0;
+	__u32 nr;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tid */
+	__type(value, struct gw_sys_open);
+} gw_sys_open SEC(".maps");
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(gw_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct gw_sys_open o = {};
+
+	if (id == 9 /* mmap */)
+		gw_check_lib_mmap(regs);
+	if (!gw_is_tracked(pid_tgid >> 32))
+		return 0;
+	o.ts = bpf_ktime_get_ns();
+	o.nr = id;
+	o.arg0 = BPF_CORE_READ(regs, di);
+	bpf_map_update_elem(&gw_sys_open, &tid, &o, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(gw_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct gw_sys_open *o;
+	struct gw_syscall *rec;
+	__u64 now, dur;
+
+	if (!gw_is_tracked(pid_tgid >> 32))
+		return 0;
+	o = bpf_map_lookup_elem(&gw_sys_open, &tid);
+	if (!o)
+		return 0;
+	now = bpf_ktime_get_ns();
+	dur = now - o->ts;
+	if (dur >= gw_cfg.min_syscall_ns) {
+		rec = gw_reserve_event(sizeof(*rec));
+		if (rec) {
+			gw_fill_header(&rec->hdr, GW_EV_SYSCALL, sizeof(*rec), o->ts, pid_tgid >> 32,
+				       tid);
+			rec->duration_ns = dur;
+			rec->ret = ret;
+			rec->arg0 = o->arg0;
+			rec->nr = o->nr;
+			rec->pad = 0;
+			gw_submit_event(rec);
+		}
+	}
+	bpf_map_delete_elem(&gw_sys_open, &tid);
+	return 0;
+}
+
+struct gw_blk_open {
+	__u64 ts;
+	__u64 sector;
+	__u32 pid;
+	__u32 tid;
+	__u32 bytes;
+	__u32 dev;
+	__u32 op;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct request * */
+	__type(value, struct gw_blk_open);
+} gw_blk_open SEC(".maps");
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(gw_block_issue, struct request *rq)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 key = (__u64)rq;
+	struct gw_blk_open o = {};
+
+	if (!gw_is_tracked(pid_tgid >> 32))
+		return 0;
+	o.ts = bpf_ktime_get_ns();
+	o.sector = BPF_CORE_READ(rq, __sector);
+	o.bytes = BPF_CORE_READ(rq, __data_len);
+	o.op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+	o.dev = BPF_CORE_READ(rq, part, bd_dev);
+	o.pid = pid_tgid >> 32;
+	o.tid = (__u32)pid_tgid;
+	bpf_map_update_elem(&gw_blk_open, &key, &o, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(gw_block_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct gw_blk_open *o = bpf_map_lookup_elem(&gw_blk_open, &key);
+	struct gw_block_io *rec;
+
+	if (!o)
+		return 0;
+	rec = gw_reserve_event(sizeof(*rec));
+	if (rec) {
+		gw_fill_header(&rec->hdr, GW_EV_BLOCK_IO, sizeof(*rec), o->ts, o->pid, o->tid);
+		rec->duration_ns = bpf_ktime_get_ns() - o->ts;
+		rec->sector = o->sector;
+		rec->bytes = o->bytes;
+		rec->dev = o->dev;
+		rec->op = o->op;
+		rec->error = error;
+		gw_submit_event(rec);
+	}
+	bpf_map_delete_elem(&gw_blk_open, &key);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(gw_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gw_tcp_retrans *rec = gw_reserve_event(sizeof(*rec));
+	__u16 family;
+
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_TCP_RETRANS, sizeof(*rec), bpf_ktime_get_ns(),
+		       pid_tgid >> 32, (__u32)pid_tgid);
+	__builtin_memset(rec->saddr, 0, sizeof(rec->saddr));
+	__builtin_memset(rec->daddr, 0, sizeof(rec->daddr));
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	rec->family = family;
+	rec->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	rec->dport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	rec->state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	rec->pad = 0;
+	if (family == 2 /* AF_INET */) {
+		BPF_CORE_READ_INTO(rec->saddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO(rec->daddr, sk, __sk_common.skc_daddr);
+	} else {
+		BPF_CORE_READ_INTO(rec->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(rec->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	}
+	gw_submit_event(rec);
+	return 0;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, __u64);
+} gw_reclaim_open SEC(".maps");
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(gw_reclaim_begin, int order)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (gw_is_tracked(pid_tgid >> 32))
+		bpf_map_update_elem(&gw_reclaim_open, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(gw_reclaim_end, unsigned long nr_reclaimed)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u64 *start = bpf_map_lookup_elem(&gw_reclaim_open, &tid);
+	struct gw_reclaim *rec;
+
+	if (!start)
+		return 0;
+	rec = gw_reserve_event(sizeof(*rec));
+	if (rec) {
+		gw_fill_header(&rec->hdr, GW_EV_RECLAIM, sizeof(*rec), *start, pid_tgid >> 32, tid);
+		rec->duration_ns = bpf_ktime_get_ns() - *start;
+		rec->nr_reclaimed = nr_reclaimed;
+		gw_submit_event(rec);
+	}
+	bpf_map_delete_elem(&gw_reclaim_open, &tid);
+	return 0;
+}
+
+#endif /* GPUWHY_HOST_BPF_H */

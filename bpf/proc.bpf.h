@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Process lifecycle (exec, fork/thread, exit) and discovery hints (a GPU runtime library mapped
+ * executable). All go to the lifecycle ring, which bulk events never fill.
+ */
+#ifndef GPUWHY_PROC_BPF_H
+#define GPUWHY_PROC_BPF_H
+
+#include "gpuwhy.bpf.h"
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct gw_proc_exec *rec;
+
+	/* Every exec is reported: a new process may be about to load a GPU runtime. */
+	if (p->tgid == gw_cfg.self_pid)
+		return 0;
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_PROC_EXEC, sizeof(*rec), bpf_ktime_get_ns(), p->tgid,
+		       p->pid);
+	rec->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	rec->pad = 0;
+	__builtin_memcpy(rec->comm, p->comm, GW_COMM_LEN);
+	bpf_probe_read_kernel_str(rec->filename, sizeof(rec->filename), BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct gw_proc_fork *rec;
+	__u32 child_tgid = child->tgid, one = 1;
+
+	if (!gw_is_tracked(parent->tgid))
+		return 0;
+	/* Children of a traced process (data-loader workers, ranks) are traced too. */
+	if (child_tgid != parent->tgid)
+		bpf_map_update_elem(&gw_tracked, &child_tgid, &one, BPF_NOEXIST);
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_PROC_FORK, sizeof(*rec), bpf_ktime_get_ns(), parent->tgid,
+		       parent->pid);
+	rec->child_pid = child_tgid;
+	rec->child_tid = child->pid;
+	__builtin_memcpy(rec->child_comm, child->comm, GW_COMM_LEN);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gw_exit, struct task_struct *p, bool group_dead)
+{
+	struct gw_proc_exit *rec;
+	__u32 tgid = p->tgid;
+
+	if (!gw_is_tracked(tgid))
+		return 0;
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (rec) {
+		gw_fill_header(&rec->hdr, GW_EV_PROC_EXIT, sizeof(*rec), bpf_ktime_get_ns(), tgid,
+			       p->pid);
+		rec->exit_code = p->exit_code;
+		rec->group_dead = group_dead;
+		__builtin_memcpy(rec->comm, p->comm, GW_COMM_LEN);
+		bpf_ringbuf_submit(rec, 0);
+	}
+	if (group_dead)
+		bpf_map_delete_elem(&gw_tracked, &tgid);
+	return 0;
+}
+
+/* Does a file name start with one of the GPU runtime prefixes? (Bounded, verifier-friendly.) */
+static __always_inline bool gw_prefix(const char *name, const char *prefix, int len)
+{
+	for (int i = 0; i < len; i++)
+		if (name[i] != prefix[i])
+			return false;
+	return true;
+}
+
+static __always_inline bool gw_is_gpu_runtime(const char *n)
+{
+	return gw_prefix(n, "libcudart", 9) || gw_prefix(n, "libcuda.", 8) ||
+	       gw_prefix(n, "libnccl", 7) || gw_prefix(n, "libamdhip64", 11);
+}
+
+/*
+ * A GPU runtime mapped executable (dlopen, or a library copy at a new path): tell user space to
+ * look at this process now rather than at its next periodic scan. Called from sys_enter for
+ * mmap(2): fentry and LSM programs are refused on locked-down kernels, BTF tracepoints are not.
+ */
+static __always_inline void gw_check_lib_mmap(struct pt_regs *regs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	unsigned long prot = BPF_CORE_READ(regs, dx);
+	long fd = (long)BPF_CORE_READ(regs, r8);
+	struct file **fds, *file = NULL;
+	struct gw_lib_map *rec;
+	char name[32] = {};
+	__u64 pid_tgid;
+	unsigned int max_fds;
+
+	if (!(prot & 0x4 /* PROT_EXEC */) || fd < 0)
+		return;
+	max_fds = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned long)fd >= max_fds)
+		return;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return;
+	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
+	if (!gw_is_gpu_runtime(name))
+		return;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if ((pid_tgid >> 32) == gw_cfg.self_pid)
+		return;
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return;
+	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), pid_tgid >> 32,
+		       (__u32)pid_tgid);
+	rec->inode = BPF_CORE_READ(file, f_inode, i_ino);
+	rec->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	rec->pad = 0;
+	__builtin_memcpy(rec->name, name, sizeof(name));
+	bpf_ringbuf_submit(rec, 0);
+}
+
+#endif /* GPUWHY_PROC_BPF_H */

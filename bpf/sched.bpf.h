@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Off-CPU intervals of every traced thread, with what ran instead and who woke it. BTF
+ * tracepoints (tp_btf) need no tracefs. An interval opens at sched_switch-out, learns its waker at
+ * sched_wakeup, and is emitted at sched_switch-in.
+ */
+#ifndef GPUWHY_SCHED_BPF_H
+#define GPUWHY_SCHED_BPF_H
+
+#include "gpuwhy.bpf.h"
+
+struct gw_offcpu_open {
+	__u64 ts;
+	__u64 wake_ts;
+	__s64 prev_state;
+	__u32 next_pid;
+	__u32 next_tid;
+	__u32 waker_pid;
+	__u32 waker_tid;
+	char next_comm[GW_COMM_LEN];
+	char waker_comm[GW_COMM_LEN];
+	__u8 preempted;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tid */
+	__type(value, struct gw_offcpu_open);
+} gw_offcpu_open SEC(".maps");
+
+/* Scratch space: the open-interval record is too large for the BPF stack next to the others. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gw_offcpu_open);
+} gw_offcpu_scratch SEC(".maps");
+
+static __always_inline void gw_switch_out(struct task_struct *prev, struct task_struct *next,
+					  bool preempt, unsigned int prev_state, __u64 now)
+{
+	__u32 zero = 0, tid = prev->pid;
+	struct gw_offcpu_open *o = bpf_map_lookup_elem(&gw_offcpu_scratch, &zero);
+
+	if (!o)
+		return;
+	o->ts = now;
+	o->wake_ts = 0;
+	o->prev_state = prev_state;
+	/* Runnable when switched out means it lost the CPU involuntarily. */
+	o->preempted = preempt || (prev_state & 0xff) == 0;
+	o->next_pid = next->tgid;
+	o->next_tid = next->pid;
+	o->waker_pid = 0;
+	o->waker_tid = 0;
+	__builtin_memcpy(o->next_comm, next->comm, GW_COMM_LEN);
+	__builtin_memset(o->waker_comm, 0, GW_COMM_LEN);
+	if (bpf_map_update_elem(&gw_offcpu_open, &tid, o, BPF_ANY))
+		gw_count(GW_CNT_OFFCPU_FULL);
+}
+
+static __always_inline void gw_switch_in(struct task_struct *next, __u64 now)
+{
+	__u32 tid = next->pid;
+	struct gw_offcpu_open *o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
+	struct gw_offcpu *rec;
+	__u64 dur;
+
+	if (!o)
+		return;
+	dur = now - o->ts;
+	if (dur < gw_cfg.min_offcpu_ns)
+		goto done;
+	rec = gw_reserve_event(sizeof(*rec));
+	if (!rec)
+		goto done;
+	gw_fill_header(&rec->hdr, GW_EV_OFFCPU, sizeof(*rec), o->ts, next->tgid, tid);
+	rec->duration_ns = dur;
+	if (o->wake_ts)
+		rec->runq_ns = now - o->wake_ts;
+	else
+		rec->runq_ns = o->preempted ? dur : 0;
+	rec->prev_state = o->prev_state;
+	rec->next_pid = o->next_pid;
+	rec->next_tid = o->next_tid;
+	rec->waker_pid = o->waker_pid;
+	rec->waker_tid = o->waker_tid;
+	__builtin_memcpy(rec->next_comm, o->next_comm, GW_COMM_LEN);
+	__builtin_memcpy(rec->waker_comm, o->waker_comm, GW_COMM_LEN);
+	rec->preempted = o->preempted;
+	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	gw_submit_event(rec);
+done:
+	bpf_map_delete_elem(&gw_offcpu_open, &tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (gw_is_tracked(prev->tgid))
+		gw_switch_out(prev, next, preempt, prev_state, now);
+	if (gw_is_tracked(next->tgid))
+		gw_switch_in(next, now);
+	return 0;
+}
+
+static __always_inline void gw_note_wakeup(struct task_struct *p)
+{
+	__u32 tid;
+	struct gw_offcpu_open *o;
+	__u64 waker;
+
+	if (!gw_is_tracked(p->tgid))
+		return;
+	tid = p->pid;
+	o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
+	if (!o || o->wake_ts)
+		return;
+	waker = bpf_get_current_pid_tgid();
+	o->wake_ts = bpf_ktime_get_ns();
+	o->waker_pid = waker >> 32;
+	o->waker_tid = (__u32)waker;
+	bpf_get_current_comm(o->waker_comm, sizeof(o->waker_comm));
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(gw_sched_wakeup, struct task_struct *p)
+{
+	gw_note_wakeup(p);
+	return 0;
+}
+
+#endif /* GPUWHY_SCHED_BPF_H */

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// C++ companion of events.h: the layout the BPF programs write is the layout we read. Any change
+// to events.h that moves a field breaks the build here, not a trace in the field.
+#pragma once
+
+#include <cstddef>
+
+#include "gpuwhy/abi/events.h"
+
+static_assert(GW_ABI_VERSION == 1);
+static_assert(sizeof(gw_event_header) == 24);
+static_assert(offsetof(gw_event_header, kind) == 16);
+static_assert(offsetof(gw_event_header, size) == 18);
+static_assert(offsetof(gw_event_header, flags) == 22);
+static_assert(sizeof(gw_arg_slot) == 4);
+static_assert(sizeof(gw_api_spec) == 40);
+static_assert(offsetof(gw_api_spec, out_reg) == 32);
+static_assert(sizeof(gw_api_call) == 120);
+static_assert(offsetof(gw_api_call, duration_ns) == 24);
+static_assert(offsetof(gw_api_call, args) == 32);
+static_assert(offsetof(gw_api_call, ret) == 96);
+static_assert(offsetof(gw_api_call, out) == 104);
+static_assert(offsetof(gw_api_call, api) == 112);
+static_assert(offsetof(gw_api_call, stack_id) == 116);
+static_assert(sizeof(gw_offcpu) == 104);
+static_assert(offsetof(gw_offcpu, prev_state) == 40);
+static_assert(offsetof(gw_offcpu, next_comm) == 64);
+static_assert(offsetof(gw_offcpu, preempted) == 96);
+static_assert(sizeof(gw_proc_exec) == 24 + 8 + 16 + 128);
+static_assert(sizeof(gw_proc_fork) == 24 + 8 + 16);
+static_assert(sizeof(gw_proc_exit) == 24 + 8 + 16);
+static_assert(sizeof(gw_lib_map) == 24 + 16 + 32);
+static_assert(sizeof(gw_syscall) == 24 + 32);
+static_assert(sizeof(gw_block_io) == 24 + 32);
+static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
+static_assert(sizeof(gw_reclaim) == 24 + 16);
+static_assert(sizeof(gw_config) == 32);

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The one kernel <-> user-space ABI of gpuwhy.
+ *
+ * Included by the BPF programs (bpf/) and by the C++ agent (src/). Rules:
+ *  - fixed-width fields only, explicit padding, explicit enum values;
+ *  - fields are appended, never reordered or resized; bump GW_ABI_VERSION on any change;
+ *  - include/gpuwhy/abi/abi.hpp holds static_asserts on every size and offset.
+ */
+#ifndef GPUWHY_ABI_EVENTS_H
+#define GPUWHY_ABI_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define GW_ABI_VERSION 1
+#define GW_COMM_LEN 16
+#define GW_PATH_LEN 128
+#define GW_MAX_API 512 /* size of the api spec array; api ids are < this */
+
+/* Every record in a ring buffer starts with this header. */
+enum gw_event_kind {
+	GW_EV_API_CALL = 1,    /* a completed GPU runtime/driver/collective call */
+	GW_EV_OFFCPU = 2,      /* one off-CPU interval of a traced thread */
+	GW_EV_PROC_EXEC = 3,   /* any process exec'd (discovery hint + lifecycle) */
+	GW_EV_PROC_FORK = 4,   /* a traced process created a thread or a process */
+	GW_EV_PROC_EXIT = 5,   /* a traced thread exited */
+	GW_EV_SYSCALL = 6,     /* a slow syscall of a traced thread */
+	GW_EV_BLOCK_IO = 7,    /* a block request issued by a traced thread */
+	GW_EV_TCP_RETRANS = 8, /* a TCP retransmission (host-wide) */
+	GW_EV_RECLAIM = 9,     /* direct reclaim stall of a traced thread */
+	GW_EV_LIB_MAP = 10,    /* a GPU runtime library was mapped executable */
+};
+
+struct gw_event_header {
+	__u64 ts_ns; /* CLOCK_MONOTONIC; start of the interval for interval events */
+	__u32 pid;   /* thread group id */
+	__u32 tid;
+	__u16 kind;  /* enum gw_event_kind */
+	__u16 size;  /* bytes of the whole record */
+	__u16 cpu;
+	__u16 flags; /* GW_FLAG_* */
+};
+
+#define GW_FLAG_READ_FAULT 0x1 /* a user-memory read for an argument failed; value left 0 */
+
+/* ---- GPU API calls ------------------------------------------------------------------------ */
+
+/*
+ * How the entry probe captures each of the eight argument slots of an API call. One generic
+ * entry/return program pair serves every probed function; the per-function meaning lives in
+ * this spec (filled by user space) and in the user-space decoder.
+ */
+enum gw_arg_src {
+	GW_ARG_NONE = 0,
+	GW_ARG_REG = 1,   /* index: 0..5 = rdi rsi rdx rcx r8 r9 (SysV integer argument order) */
+	GW_ARG_STACK = 2, /* index n >= 1: the u64 at rsp + 8*n at entry (7th arg is n = 1) */
+	GW_ARG_DEREF = 3, /* the u64 at (argument register index) + offset, read at entry */
+};
+
+struct gw_arg_slot {
+	__u8 src;    /* enum gw_arg_src */
+	__u8 index;
+	__u16 offset;
+};
+
+struct gw_api_spec {
+	struct gw_arg_slot args[8];
+	__s8 out_reg; /* argument register holding an out-pointer whose u64 is read at return; -1 */
+	__u8 enabled;
+	__u8 pad[6];
+};
+
+struct gw_api_call {
+	struct gw_event_header hdr; /* ts = entry */
+	__u64 duration_ns;
+	__u64 args[8];   /* per gw_api_spec */
+	__u64 ret;       /* return register */
+	__u64 out;       /* value behind out_reg at return (allocated pointer), else 0 */
+	__u16 api;       /* api id (see src/probes/api_table.cpp) */
+	__u16 lib;       /* attached library id (user-space table) */
+	__s32 stack_id;  /* user stack id in the stacks map, -1 when not captured */
+};
+
+/* The attach cookie of an API probe: api id in the low 16 bits, library id above. */
+#define GW_COOKIE(api, lib) ((((__u64)(lib)) << 16) | (__u64)(api))
+#define GW_COOKIE_API(c) ((__u16)((c)&0xffff))
+#define GW_COOKIE_LIB(c) ((__u16)(((c) >> 16) & 0xffff))
+
+/* ---- scheduler ----------------------------------------------------------------------------- */
+
+struct gw_offcpu {
+	struct gw_event_header hdr; /* ts = switched out; pid/tid = the traced thread */
+	__u64 duration_ns;          /* switched out -> switched back in */
+	__u64 runq_ns;              /* runnable but waiting for a CPU (after wakeup, or preempted) */
+	__s64 prev_state;           /* task state when switched out (0 = still runnable) */
+	__u32 next_pid;             /* the task that took the CPU when this one left */
+	__u32 next_tid;
+	__u32 waker_pid;            /* who woke it (0 when it was preempted, not blocked) */
+	__u32 waker_tid;
+	char next_comm[GW_COMM_LEN];
+	char waker_comm[GW_COMM_LEN];
+	__u8 preempted;             /* 1: involuntary (runnable when switched out) */
+	__u8 pad[7];
+};
+
+/* ---- process lifecycle --------------------------------------------------------------------- */
+
+struct gw_proc_exec {
+	struct gw_event_header hdr;
+	__u32 ppid;
+	__u32 pad;
+	char comm[GW_COMM_LEN];
+	char filename[GW_PATH_LEN];
+};
+
+struct gw_proc_fork {
+	struct gw_event_header hdr; /* pid/tid = parent */
+	__u32 child_pid;            /* == hdr.pid for a new thread */
+	__u32 child_tid;
+	char child_comm[GW_COMM_LEN];
+};
+
+struct gw_proc_exit {
+	struct gw_event_header hdr;
+	__s32 exit_code;
+	__u32 group_dead; /* 1 when the whole process ended */
+	char comm[GW_COMM_LEN];
+};
+
+struct gw_lib_map {
+	struct gw_event_header hdr;
+	__u64 inode;
+	__u32 dev;
+	__u32 pad;
+	char name[32]; /* file name (last path component) */
+};
+
+/* ---- host I/O, network, memory --------------------------------------------------------------- */
+
+struct gw_syscall {
+	struct gw_event_header hdr;
+	__u64 duration_ns;
+	__s64 ret;
+	__u64 arg0;
+	__u32 nr;
+	__u32 pad;
+};
+
+struct gw_block_io {
+	struct gw_event_header hdr; /* pid/tid = issuer; ts = issue */
+	__u64 duration_ns;          /* issue -> complete */
+	__u64 sector;
+	__u32 bytes;
+	__u32 dev;
+	__u32 op;     /* REQ_OP_* (low 8 bits of cmd_flags) */
+	__s32 error;
+};
+
+struct gw_tcp_retrans {
+	struct gw_event_header hdr;
+	__u8 saddr[16]; /* IPv4 in the first 4 bytes when family == AF_INET */
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u8 state;
+	__u8 pad;
+};
+
+struct gw_reclaim {
+	struct gw_event_header hdr;
+	__u64 duration_ns;
+	__u64 nr_reclaimed;
+};
+
+/* ---- loss and health counters (per-CPU array map "gw_counters") ------------------------------ */
+
+enum gw_counter {
+	GW_CNT_EVENTS_RING_FULL = 0,    /* bulk ring had no room: event lost */
+	GW_CNT_LIFECYCLE_RING_FULL = 1, /* lifecycle ring had no room: event lost */
+	GW_CNT_PENDING_FULL = 2,        /* no room to remember a call entry: call lost */
+	GW_CNT_RETURN_UNMATCHED = 3,    /* a return with no recorded entry (entry lost or mid-call attach) */
+	GW_CNT_OFFCPU_FULL = 4,         /* no room to remember a switch-out: interval lost */
+	GW_CNT_READ_FAULT = 5,          /* argument read from user memory failed (not a loss) */
+	GW_CNT_STACK_FAIL = 6,          /* a user stack could not be captured (not a loss) */
+	GW_CNT__MAX = 8,
+};
+
+/* Tunables, in the BPF object's read-only data; set by user space before load. */
+struct gw_config {
+	__u64 min_offcpu_ns;   /* off-CPU intervals shorter than this are not emitted */
+	__u64 min_syscall_ns;  /* syscalls shorter than this are not emitted */
+	__u32 filter_pids;     /* 1: only already-tracked processes emit API calls (--pid) */
+	__u32 capture_stacks;  /* 1: user stacks on API call entry */
+	__u32 wakeup_bytes;    /* force a reader wakeup once this much data waits in the bulk ring */
+	__u32 self_pid;        /* the agent itself, never traced */
+};
+
+#endif /* GPUWHY_ABI_EVENTS_H */

@@ -1,0 +1,165 @@
+-- gpuwhy trace file, schema version 1 (PRAGMA user_version = 1).
+-- Timestamps (ts, *_ns) are wall-clock nanoseconds since the Unix epoch; durations are ns.
+-- A process is identified by (pid, start_ns): event rows carry pid and tid and fall inside the
+-- process's [start_ns, exit_ns] lifetime. See docs/schema.md for every column.
+
+CREATE TABLE session (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  status           TEXT NOT NULL,      -- 'recording' until the agent ends cleanly, then 'complete'
+  host             TEXT NOT NULL,
+  kernel           TEXT NOT NULL,
+  agent_version    TEXT NOT NULL,
+  abi_version      INTEGER NOT NULL,
+  command_line     TEXT NOT NULL,
+  pid_filter       TEXT,               -- comma-separated --pid values, NULL when every process
+  start_ns         INTEGER NOT NULL,
+  end_ns           INTEGER,            -- NULL while recording or when the agent was killed
+  last_commit_ns   INTEGER,            -- wall time of the last committed batch
+  batches          INTEGER NOT NULL DEFAULT 0,  -- event batches committed so far
+  last_event_ns    INTEGER,            -- latest event time (end of interval events) committed
+  boot_id          TEXT,
+  mono_to_wall_ns  INTEGER NOT NULL    -- wall = monotonic + this (the one clock conversion)
+);
+
+CREATE TABLE apis (
+  id        INTEGER PRIMARY KEY,
+  name      TEXT NOT NULL,
+  family    TEXT NOT NULL,   -- cudart | cuda | nccl | hip
+  category  TEXT NOT NULL    -- launch | copy | memset | alloc | free | sync | stream_wait | graph | collective | group | init
+);
+
+CREATE TABLE copy_kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE syscall_names (nr INTEGER PRIMARY KEY, name TEXT NOT NULL);
+
+CREATE TABLE libraries (
+  id               INTEGER PRIMARY KEY,
+  family           TEXT NOT NULL,
+  path             TEXT NOT NULL,   -- as seen from the host (container paths through /proc/PID/root)
+  soname           TEXT,
+  version          TEXT,
+  build_id         TEXT,
+  dev              INTEGER NOT NULL,
+  inode            INTEGER NOT NULL,
+  first_seen_ns    INTEGER NOT NULL,
+  seen_in_pid      INTEGER,
+  probes_attached  INTEGER NOT NULL DEFAULT 0,
+  probes_failed    INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (dev, inode)
+);
+
+CREATE TABLE lib_probes (
+  lib_id        INTEGER NOT NULL,
+  api_id        INTEGER NOT NULL,
+  offset        INTEGER NOT NULL,   -- file offset probed
+  skipped_bytes INTEGER NOT NULL,   -- bytes stepped over at entry (endbr64) to avoid single-stepping
+  error         TEXT,               -- NULL when attached
+  PRIMARY KEY (lib_id, api_id)
+);
+
+CREATE TABLE strings (id INTEGER PRIMARY KEY, s TEXT NOT NULL UNIQUE);  -- interned task names
+
+CREATE TABLE processes (
+  pid           INTEGER NOT NULL,
+  start_ns      INTEGER NOT NULL,
+  ppid          INTEGER,
+  comm          TEXT,
+  exe           TEXT,
+  cmdline       TEXT,
+  cgroup        TEXT,
+  first_seen_ns INTEGER NOT NULL,
+  exit_ns       INTEGER,
+  exit_code     INTEGER,
+  PRIMARY KEY (pid, start_ns)
+);
+
+CREATE TABLE threads (
+  pid           INTEGER NOT NULL,
+  tid           INTEGER NOT NULL,
+  comm          TEXT,
+  first_seen_ns INTEGER NOT NULL,
+  exit_ns       INTEGER,
+  PRIMARY KEY (tid, first_seen_ns)
+);
+
+-- One row per completed GPU API call.
+CREATE TABLE api_calls (
+  ts       INTEGER NOT NULL,  -- entry
+  dur      INTEGER NOT NULL,  -- entry -> return
+  pid      INTEGER NOT NULL,
+  tid      INTEGER NOT NULL,
+  api      INTEGER NOT NULL,  -- apis.id
+  lib      INTEGER NOT NULL,  -- libraries.id
+  ret      INTEGER NOT NULL,  -- return code, 0 = success
+  stream   INTEGER,
+  bytes    INTEGER,           -- copy/memset/alloc size, collective payload
+  op       INTEGER,           -- copy direction (copy_kinds.id) or NCCL reduce op
+  addr     INTEGER,           -- copy/memset dst, kernel, freed or allocated pointer, event, graph, comm
+  addr2    INTEGER,           -- copy src
+  blocks   INTEGER,           -- launch grid size in blocks
+  tpb      INTEGER,           -- launch threads per block
+  peer     INTEGER,           -- NCCL peer / root / rank
+  nranks   INTEGER,           -- NCCL communicator size (init)
+  stack_id INTEGER,
+  flags    INTEGER NOT NULL DEFAULT 0
+);
+
+-- One row per off-CPU interval of a traced thread.
+CREATE TABLE offcpu (
+  ts         INTEGER NOT NULL,  -- switched out
+  dur        INTEGER NOT NULL,  -- until switched back in
+  runq       INTEGER NOT NULL,  -- part of dur spent runnable, waiting for a CPU
+  pid        INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  cpu        INTEGER NOT NULL,
+  preempted  INTEGER NOT NULL,  -- 1: involuntary; 0: blocked (sleep, lock, I/O)
+  state      INTEGER NOT NULL,  -- task state when switched out
+  next_pid   INTEGER,           -- what took the CPU
+  next_tid   INTEGER,
+  next_comm  INTEGER,           -- strings.id
+  waker_pid  INTEGER,           -- who woke it (blocked intervals)
+  waker_tid  INTEGER,
+  waker_comm INTEGER            -- strings.id
+);
+
+CREATE TABLE syscalls (
+  ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  nr INTEGER NOT NULL, ret INTEGER, arg0 INTEGER
+);
+
+CREATE TABLE block_io (
+  ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  dev INTEGER, sector INTEGER, bytes INTEGER, op INTEGER, error INTEGER
+);
+
+CREATE TABLE tcp_retrans (
+  ts INTEGER NOT NULL, pid INTEGER, tid INTEGER, family INTEGER,
+  saddr TEXT, sport INTEGER, daddr TEXT, dport INTEGER, state INTEGER
+);
+
+CREATE TABLE reclaim (
+  ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  nr_reclaimed INTEGER
+);
+
+CREATE TABLE proc_events (
+  ts        INTEGER NOT NULL,
+  kind      TEXT NOT NULL,     -- exec | fork | thread | exit | thread_exit
+  pid       INTEGER NOT NULL,
+  tid       INTEGER NOT NULL,
+  other_pid INTEGER,           -- exec: parent; fork/thread: child
+  other_tid INTEGER,
+  exit_code INTEGER,
+  comm      TEXT,
+  filename  TEXT
+);
+
+-- Every place that can lose an event counts it here (see docs/schema.md for causes).
+CREATE TABLE losses (
+  source TEXT NOT NULL,   -- bpf | reader | store
+  cause  TEXT NOT NULL,
+  count  INTEGER NOT NULL,
+  PRIMARY KEY (source, cause)
+);
+
+-- Events received per source (kind), for the summary and for sanity checks.
+CREATE TABLE event_counts (source TEXT PRIMARY KEY, count INTEGER NOT NULL);

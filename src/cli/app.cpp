@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "core/log.hpp"
+
+namespace gpuwhy::cli {
+
+namespace {
+std::string g_invocation;
+}
+
+const std::string& invocation() { return g_invocation; }
+
+int fail(const std::string& line, int code) {
+  std::fprintf(stderr, "gpuwhy: %s\n", line.c_str());
+  return code;
+}
+
+int run_cli(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + std::string(argv[i]);
+  CLI::App app{"gpuwhy: why is my GPU job slow? eBPF tracing of GPU API calls and of what the host "
+               "did to the calling threads, with ranked root causes."};
+  app.set_version_flag("--version", GPUWHY_VERSION);
+  app.require_subcommand(1);
+  int verbosity = 0;
+  app.add_flag("-v,--verbose", verbosity, "More log output (repeat for debug)");
+
+  Runner run;
+  add_check_command(app, run);
+  add_trace_command(app, run);
+  add_explain_command(app, run);
+  add_query_command(app, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + "; see 'gpuwhy --help'", 2);
+  }
+  setup_logging(verbosity);
+  if (!run) return fail("no command given; see 'gpuwhy --help'", 2);
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what() + "; please report it", 70);
+  }
+}
+
+}  // namespace gpuwhy::cli

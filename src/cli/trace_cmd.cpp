@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy trace`: flags -> TraceOptions -> run_trace (trace_session.cpp).
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/trace_session.hpp"
+#include "core/clock.hpp"
+
+namespace gpuwhy::cli {
+namespace {
+
+struct TraceFlags {
+  std::string duration;
+  std::vector<uint32_t> pids;
+  std::string out = kDefaultDb;
+  std::vector<std::string> libs;
+  uint32_t ring_mb = 32;
+  uint32_t ring_kb = 0;
+  bool stacks = false;
+  double min_offcpu_us = 0;
+  double min_syscall_us = 1000;
+  bool no_host_libs = false;
+  bool quiet = false;
+  std::string ready_file;
+};
+
+bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+
+}  // namespace
+
+void add_trace_command(CLI::App& root, Runner& run) {
+  auto flags = std::make_shared<TraceFlags>();
+  auto* cmd = root.add_subcommand(
+      "trace", "Record GPU API calls and what the host did to the calling threads (needs root)");
+  cmd->add_option("-d,--duration", flags->duration, "How long to trace, e.g. 30s, 5m (default: until Ctrl-C)");
+  cmd->add_option("-p,--pid", flags->pids, "Only these processes (repeatable); default: every process using a GPU runtime");
+  cmd->add_option("-o,--out", flags->out, "Trace file to write")->capture_default_str();
+  cmd->add_option("--lib", flags->libs, "Also probe this GPU runtime library file (repeatable)");
+  cmd->add_option("--ring-mb", flags->ring_mb, "Event ring buffer size in MiB (power of two)")->capture_default_str();
+  cmd->add_option("--ring-kb", flags->ring_kb, "Event ring buffer size in KiB (power of two; overrides --ring-mb; for tests)")->group("");
+  cmd->add_flag("--stacks", flags->stacks, "Capture the user stack of every GPU API call");
+  cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
+  cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
+  cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
+  cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
+  cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
+
+  cmd->callback([flags, cmd, &run] {
+    run = [flags] {
+      TraceOptions opt;
+      if (!flags->duration.empty()) {
+        opt.duration_ns = parse_duration_ns(flags->duration.c_str());
+        if (opt.duration_ns <= 0)
+          return fail("--duration '" + flags->duration + "' is not a duration; use e.g. 30s, 5m, 1h", 2);
+      }
+      const uint64_t ring = flags->ring_kb ? uint64_t{flags->ring_kb} << 10
+                                           : uint64_t{flags->ring_mb} << 20;
+      if (!power_of_two(ring) || ring < 4096 || ring > (1ull << 31))
+        return fail("ring size must be a power of two between 4 KiB and 2 GiB (e.g. --ring-mb 64)", 2);
+      opt.ring_bytes = static_cast<uint32_t>(ring);
+      opt.pids = flags->pids;
+      opt.out = flags->out;
+      opt.libs = flags->libs;
+      opt.stacks = flags->stacks;
+      opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
+      opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
+      opt.host_libraries = !flags->no_host_libs;
+      opt.status_line = !flags->quiet;
+      opt.command_line = invocation();
+      opt.ready_file = flags->ready_file;
+      return run_trace(opt);
+    };
+    (void)cmd;
+  });
+}
+
+}  // namespace gpuwhy::cli

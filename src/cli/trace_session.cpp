@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/trace_session.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/trace_summary.hpp"
+#include "core/clock.hpp"
+#include "core/log.hpp"
+#include "core/stop.hpp"
+#include "discover/discover.hpp"
+#include "probes/probes.hpp"
+#include "reader/ring_reader.hpp"
+#include "store/store.hpp"
+
+namespace gpuwhy::cli {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+store::SessionInfo make_session_info(const TraceOptions& opt, const ClockConverter& clock) {
+  store::SessionInfo s;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  utsname u{};
+  uname(&u);
+  s.host = host;
+  s.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  s.agent_version = GPUWHY_VERSION;
+  s.command_line = opt.command_line;
+  for (uint32_t pid : opt.pids) s.pid_filter += (s.pid_filter.empty() ? "" : ",") + std::to_string(pid);
+  s.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
+  s.start_ns = wall_ns();
+  s.mono_to_wall_ns = clock.offset();
+  return s;
+}
+
+// The kernel's dev_t (major << 20 | minor) as user space's st_dev encodes it.
+uint64_t user_dev(uint32_t kernel_dev) { return makedev(kernel_dev >> 20, kernel_dev & 0xfffff); }
+
+// The trace file and everything that writes to it. The writer thread writes event batches; the
+// discovery loop adds libraries and processes; the mutex keeps their transactions apart.
+class Recorder {
+ public:
+  explicit Recorder(std::unique_ptr<store::TraceWriter> w) : w_(std::move(w)) {}
+
+  store::TraceWriter& writer() { return *w_; }
+  std::mutex& mu() { return mu_; }
+
+  // Names the processes and threads seen in a batch before the batch itself is written.
+  void note_identities(const reader::Batch& batch) {
+    for (const Event& ev : batch) {
+      std::visit([&](const auto& e) { note(e); }, ev);
+    }
+  }
+
+  uint64_t write_errors() const { return write_errors_; }
+  void add_write_errors(uint64_t n) { write_errors_ += n; }
+  size_t process_count() const { return pids_.size(); }
+
+ private:
+  template <class E>
+  void note(const E& e) {
+    if constexpr (requires { e.pid; e.tid; }) {
+      if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
+      else see(e.pid, e.tid, e.ts);
+    }
+  }
+
+  void see(uint32_t pid, uint32_t tid, int64_t ts) {
+    if (pid == 0) return;
+    if (pids_.insert(pid).second) {
+      if (auto p = discover::read_process(pid)) (void)w_->upsert_process(*p, ts);
+      else {
+        discover::ProcessInfo gone;
+        gone.pid = pid;
+        (void)w_->upsert_process(gone, ts);
+      }
+    }
+    if (tids_.insert(tid).second) {
+      std::string comm = read_first_line("/proc/" + std::to_string(pid) + "/task/" +
+                                         std::to_string(tid) + "/comm");
+      (void)w_->upsert_thread(pid, tid, comm, ts);
+    }
+  }
+
+  std::unique_ptr<store::TraceWriter> w_;
+  std::mutex mu_;
+  std::set<uint32_t> pids_, tids_;
+  uint64_t write_errors_ = 0;
+};
+
+class TraceSession {
+ public:
+  explicit TraceSession(const TraceOptions& opt) : opt_(opt), queue_(64) {}
+  int run();
+
+ private:
+  Status validate() const;
+  void attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid);
+  void scan_process(uint32_t pid);
+  void scan_all();
+  void handle_hints();
+  void writer_loop();
+  void flush_counts();
+  TraceCounts counts() const;
+
+  const TraceOptions& opt_;
+  ClockConverter clock_{0};
+  std::unique_ptr<probes::Probes> probes_;
+  std::unique_ptr<Recorder> rec_;
+  reader::BatchQueue queue_;
+  reader::HintQueue hints_;
+  std::unique_ptr<reader::RingReader> reader_;
+  std::map<std::pair<uint64_t, uint64_t>, uint16_t> libs_;  // (dev, inode) -> libraries.id
+  std::set<uint32_t> pid_filter_;
+  std::multimap<SteadyClock::time_point, uint32_t> scans_due_;
+  uint32_t probes_attached_ = 0;
+};
+
+Status TraceSession::validate() const {
+  for (uint32_t pid : opt_.pids) {
+    struct stat st {};
+    if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0)
+      return Error{"no process with pid " + std::to_string(pid),
+                   "check the pid with 'ps' or leave out --pid to trace every GPU process"};
+  }
+  for (const std::string& path : opt_.libs) {
+    if (access(path.c_str(), R_OK) != 0)
+      return errno_error("cannot read library " + path, errno, "check the --lib path");
+  }
+  if (geteuid() != 0) {
+    return Error{"gpuwhy trace needs root to load BPF programs",
+                 "run it with sudo (or grant CAP_BPF and CAP_PERFMON); 'gpuwhy check' shows what "
+                 "is missing"};
+  }
+  return {};
+}
+
+void TraceSession::attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid) {
+  const auto key = std::make_pair(lib.dev, lib.inode);
+  if (libs_.count(key)) return;
+  std::lock_guard lock(rec_->mu());
+  auto id = rec_->writer().add_library(lib, wall_ns(), seen_in_pid);
+  if (!id) {
+    spdlog::warn("cannot record library {}: {}", lib.path, id.error().line());
+    return;
+  }
+  libs_[key] = *id;
+  uint32_t ok = 0, failed = 0;
+  for (const probes::AttachedSite& site : probes_->attach_library(lib, *id)) {
+    if (!site.api) {  // the file could not be read at all
+      spdlog::warn("cannot probe {}: {}", lib.path, site.error);
+      ++failed;
+      continue;
+    }
+    (void)rec_->writer().add_lib_probe(*id, site.api->id, site.offset, site.skipped_bytes,
+                                       site.error);
+    site.error.empty() ? ++ok : ++failed;
+  }
+  (void)rec_->writer().set_library_probe_counts(*id, ok, failed);
+  probes_attached_ += ok;
+  spdlog::info("probing {} ({} functions{})", lib.path, ok,
+               failed ? ", " + std::to_string(failed) + " failed" : "");
+}
+
+void TraceSession::scan_process(uint32_t pid) {
+  if (!pid_filter_.empty() && !pid_filter_.count(pid)) return;
+  auto libs = discover::gpu_libraries_of(pid);
+  if (!libs || libs->empty()) return;
+  for (const auto& lib : *libs) attach_library(lib, pid);
+  (void)probes_->track_pid(pid);
+}
+
+void TraceSession::scan_all() {
+  if (!pid_filter_.empty()) {
+    for (uint32_t pid : pid_filter_) scan_process(pid);
+    return;
+  }
+  for (uint32_t pid : discover::list_pids()) scan_process(pid);
+}
+
+// Exec and library-mapping hints from the kernel: look at that process soon. The mapping is still
+// being made when the hint fires, so look twice.
+void TraceSession::handle_hints() {
+  const auto now = SteadyClock::now();
+  for (Event& ev : hints_.take()) {
+    if (const auto* m = std::get_if<LibMapped>(&ev)) {
+      if (libs_.count({user_dev(m->dev), m->inode})) continue;
+      scans_due_.emplace(now + 5ms, m->pid);
+      scans_due_.emplace(now + 100ms, m->pid);
+    } else if (const auto* p = std::get_if<ProcEvent>(&ev)) {
+      scans_due_.emplace(now + 200ms, p->pid);
+    }
+  }
+  while (!scans_due_.empty() && scans_due_.begin()->first <= now) {
+    const uint32_t pid = scans_due_.begin()->second;
+    scans_due_.erase(scans_due_.begin());
+    scan_process(pid);
+  }
+}
+
+void TraceSession::writer_loop() {
+  auto last_counts = SteadyClock::now();
+  for (;;) {
+    bool timed_out = false;
+    auto batch = queue_.pop(200ms, &timed_out);
+    if (batch) {
+      std::lock_guard lock(rec_->mu());
+      rec_->note_identities(*batch);
+      if (Status s = rec_->writer().write_batch(*batch); !s) {
+        rec_->add_write_errors(batch->size());
+        spdlog::error("{}", s.error().line());
+      }
+    } else if (!timed_out && queue_.closed_and_empty()) {
+      return;
+    }
+    if (SteadyClock::now() - last_counts >= 1s) {
+      flush_counts();
+      last_counts = SteadyClock::now();
+    }
+  }
+}
+
+TraceCounts TraceSession::counts() const {
+  TraceCounts c;
+  const auto& st = reader_->stats();
+  for (uint16_t k = 0; k < st.by_kind.size(); ++k)
+    if (uint64_t n = st.by_kind[k].load()) c.by_kind.emplace_back(k, n);
+  c.total_events = st.total.load();
+  c.bpf = probes_->read_counters();
+  c.decode_errors = st.decode_errors.load();
+  c.write_errors = rec_->write_errors();
+  return c;
+}
+
+void TraceSession::flush_counts() {
+  const TraceCounts c = counts();
+  std::lock_guard lock(rec_->mu());
+  (void)rec_->writer().set_counts(c.losses(), c.event_counts());
+}
+
+int TraceSession::run() {
+  if (Status v = validate(); !v) return fail(v.error().line());
+  pid_filter_.insert(opt_.pids.begin(), opt_.pids.end());
+  install_stop_signals();
+  const auto t0 = SteadyClock::now();
+  clock_ = ClockConverter::calibrate();
+
+  probes::ProbeConfig cfg;
+  cfg.filter_pids = !opt_.pids.empty();
+  cfg.capture_stacks = opt_.stacks;
+  cfg.events_ring_bytes = opt_.ring_bytes;
+  cfg.min_offcpu_ns = opt_.min_offcpu_ns;
+  cfg.min_syscall_ns = opt_.min_syscall_ns;
+  auto probes = probes::Probes::load(cfg);
+  if (!probes) return fail(probes.error().line());
+  probes_ = std::move(probes.value());
+  for (const auto& w : probes_->warnings()) spdlog::warn("{}", w);
+
+  auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, clock_));
+  if (!writer) return fail(writer.error().line());
+  rec_ = std::make_unique<Recorder>(std::move(writer.value()));
+
+  reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
+                                                 reader::RingReader::Options{});
+  if (Status s = reader_->open(probes_->events_ring_fd(), probes_->lifecycle_ring_fd()); !s)
+    return fail(s.error().line());
+
+  std::atomic<bool> reader_stop{false};
+  std::thread reader_thread([&] { reader_->run(reader_stop); });
+  std::thread writer_thread([&] { writer_loop(); });
+
+  // Tracked before the first scan so their scheduling is recorded from the start.
+  for (uint32_t pid : opt_.pids) (void)probes_->track_pid(pid);
+  for (const std::string& path : opt_.libs) {
+    auto lib = discover::describe_library(path);
+    if (lib) attach_library(*lib, 0);
+    else spdlog::warn("--lib {}: {}", path, lib.error().line());
+  }
+  if (opt_.host_libraries && pid_filter_.empty())
+    for (const auto& lib : discover::host_gpu_libraries()) attach_library(lib, 0);
+  scan_all();
+  const auto attached_after = SteadyClock::now() - t0;
+  spdlog::info("probes attached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               attached_after).count());
+
+  if (!opt_.ready_file.empty()) std::ofstream(opt_.ready_file) << getpid() << "\n";
+
+  StatusLine status(opt_.status_line);
+  auto next_full_scan = SteadyClock::now() + 10s;
+  const auto deadline = opt_.duration_ns > 0 ? t0 + std::chrono::nanoseconds(opt_.duration_ns)
+                                             : SteadyClock::time_point::max();
+  while (!stop_requested() && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    handle_hints();
+    if (SteadyClock::now() >= next_full_scan) {  // backstop for anything the hints missed
+      scan_all();
+      next_full_scan = SteadyClock::now() + 10s;
+    }
+    status.update(SteadyClock::now() - t0, counts(), rec_->process_count());
+  }
+  status.clear();
+
+  // Shutdown order: stop new events at the source, drain the rings, then finish the file.
+  probes_->detach_all();
+  reader_stop = true;
+  reader_thread.join();
+  queue_.close();
+  writer_thread.join();
+  flush_counts();
+  const TraceCounts final_counts = counts();
+  Status fin;
+  {
+    std::lock_guard lock(rec_->mu());
+    fin = rec_->writer().finish(wall_ns());
+  }
+  if (!fin) return fail(fin.error().line());
+  print_summary(stderr, SteadyClock::now() - t0, final_counts, rec_->process_count(),
+                libs_.size(), probes_attached_, rec_->writer().path(),
+                rec_->writer().bytes_on_disk());
+  return 0;
+}
+
+}  // namespace
+
+int run_trace(const TraceOptions& opt) {
+  TraceSession session(opt);
+  return session.run();
+}
+
+}  // namespace gpuwhy::cli

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The composition root of `gpuwhy trace`: probes -> reader thread -> writer thread -> store, with
+// the discovery loop on the calling thread. Options come from trace_cmd.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpuwhy::cli {
+
+struct TraceOptions {
+  int64_t duration_ns = 0;  // 0: until Ctrl-C / SIGTERM
+  std::vector<uint32_t> pids;
+  std::string out;
+  std::vector<std::string> libs;
+  uint32_t ring_bytes = 32u << 20;
+  bool stacks = false;
+  uint64_t min_offcpu_ns = 0;
+  uint64_t min_syscall_ns = 1'000'000;
+  bool host_libraries = true;  // also probe the GPU runtimes installed on the host at start
+  bool status_line = true;     // only shown on a terminal
+  std::string command_line;
+  std::string ready_file;  // created once the initial probes are attached (scripts and tests)
+};
+
+// Runs a whole trace; returns the exit code (and prints the summary / the one-line error).
+int run_trace(const TraceOptions& opt);
+
+}  // namespace gpuwhy::cli

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// What `trace` tells the operator: the live status line on a terminal and the closing summary,
+// and the loss/event counts in the form the store keeps them.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace gpuwhy::cli {
+
+struct TraceCounts {
+  std::vector<std::pair<uint16_t, uint64_t>> by_kind;  // gw_event_kind -> events received
+  uint64_t total_events = 0;
+  std::array<uint64_t, 8> bpf{};  // enum gw_counter
+  uint64_t decode_errors = 0;
+  uint64_t write_errors = 0;
+
+  std::vector<store::LossCount> losses() const;  // every loss cause, zeros included
+  std::vector<std::pair<std::string, uint64_t>> event_counts() const;
+  uint64_t lost() const;
+};
+
+class StatusLine {
+ public:
+  explicit StatusLine(bool wanted);  // shown only when wanted and stderr is a terminal
+  void update(std::chrono::steady_clock::duration elapsed, const TraceCounts& c, size_t processes);
+  void clear();
+
+ private:
+  bool on_ = false;
+  std::chrono::steady_clock::time_point last_{};
+  uint64_t last_total_ = 0;
+  bool shown_ = false;
+};
+
+void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
+                   const TraceCounts& c, size_t processes, size_t libraries, uint32_t probes,
+                   const std::string& path, uint64_t bytes);
+
+}  // namespace gpuwhy::cli

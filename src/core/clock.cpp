@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/clock.hpp"
+
+#include <time.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace gpuwhy {
+namespace {
+int64_t read_clock(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+}  // namespace
+
+int64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
+int64_t wall_ns() { return read_clock(CLOCK_REALTIME); }
+
+ClockConverter ClockConverter::calibrate() {
+  // Bracket a wall read between two monotonic reads; the narrowest bracket wins.
+  int64_t best_gap = std::numeric_limits<int64_t>::max();
+  int64_t best_offset = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int64_t m0 = monotonic_ns();
+    const int64_t w = wall_ns();
+    const int64_t m1 = monotonic_ns();
+    if (m1 - m0 < best_gap) {
+      best_gap = m1 - m0;
+      best_offset = w - (m0 + (m1 - m0) / 2);
+    }
+  }
+  return ClockConverter(best_offset);
+}
+
+int64_t parse_duration_ns(const char* text) {
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (end == text || errno != 0 || v < 0) return -1;
+  const char* unit = end;
+  double scale = 1e9;  // bare numbers are seconds
+  if (*unit == '\0' || std::strcmp(unit, "s") == 0) scale = 1e9;
+  else if (std::strcmp(unit, "ms") == 0) scale = 1e6;
+  else if (std::strcmp(unit, "us") == 0) scale = 1e3;
+  else if (std::strcmp(unit, "ns") == 0) scale = 1;
+  else if (std::strcmp(unit, "m") == 0 || std::strcmp(unit, "min") == 0) scale = 60e9;
+  else if (std::strcmp(unit, "h") == 0) scale = 3600e9;
+  else if (std::strcmp(unit, "d") == 0) scale = 86400e9;
+  else return -1;
+  const double ns = v * scale;
+  if (ns > 9.0e18) return -1;
+  return static_cast<int64_t>(ns);
+}
+
+}  // namespace gpuwhy

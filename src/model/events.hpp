@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// Decoded events: what the reader produces from ring-buffer bytes and what the store writes.
+// Timestamps are wall-clock nanoseconds (converted once, in core/clock); durations are ns.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "catalog/api_catalog.hpp"
+
+namespace gpuwhy {
+
+using Comm = std::array<char, 16>;  // a task name as the kernel keeps it (NUL-padded)
+
+inline std::string_view comm_view(const Comm& c) {
+  size_t n = 0;
+  while (n < c.size() && c[n] != '\0') ++n;
+  return {c.data(), n};
+}
+
+struct ApiCall {
+  int64_t ts = 0;   // entry, wall ns
+  int64_t dur = 0;  // entry -> return
+  uint32_t pid = 0, tid = 0;
+  uint16_t api = 0;  // ApiInfo::id
+  uint16_t lib = 0;  // libraries.id
+  int64_t ret = 0;   // return code (cudaError_t, CUresult, ncclResult_t, hipError_t)
+  ApiCallFields f;
+  int32_t stack_id = -1;
+  uint16_t flags = 0;  // GW_FLAG_*
+};
+
+struct OffCpu {
+  int64_t ts = 0;    // switched out
+  int64_t dur = 0;   // until switched back in
+  int64_t runq = 0;  // of which runnable, waiting for a CPU
+  uint32_t pid = 0, tid = 0, cpu = 0;
+  bool preempted = false;
+  int64_t prev_state = 0;
+  uint32_t next_pid = 0, next_tid = 0;
+  Comm next_comm{};
+  uint32_t waker_pid = 0, waker_tid = 0;
+  Comm waker_comm{};
+};
+
+enum class ProcEventKind : uint8_t { Exec = 1, Fork = 2, Thread = 3, Exit = 4, ThreadExit = 5 };
+
+struct ProcEvent {
+  int64_t ts = 0;
+  ProcEventKind kind = ProcEventKind::Exec;
+  uint32_t pid = 0, tid = 0;
+  uint32_t other_pid = 0, other_tid = 0;  // exec: ppid; fork/thread: the child
+  int32_t exit_code = 0;
+  Comm comm{};
+  std::string filename;  // exec only
+};
+
+struct SyscallEvent {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint32_t nr = 0;
+  int64_t ret = 0;
+  uint64_t arg0 = 0;
+};
+
+struct BlockIo {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint32_t dev = 0;
+  uint64_t sector = 0;
+  uint32_t bytes = 0;
+  uint32_t op = 0;
+  int32_t error = 0;
+};
+
+struct TcpRetrans {
+  int64_t ts = 0;
+  uint32_t pid = 0, tid = 0;
+  uint16_t family = 0;
+  std::string saddr, daddr;  // printable
+  uint16_t sport = 0, dport = 0;
+  uint8_t state = 0;
+};
+
+struct Reclaim {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t nr_reclaimed = 0;
+};
+
+// A GPU runtime library was mapped by a process: discovery should look at it.
+struct LibMapped {
+  int64_t ts = 0;
+  uint32_t pid = 0;
+  uint64_t inode = 0;
+  uint32_t dev = 0;
+  std::string name;
+};
+
+using Event = std::variant<ApiCall, OffCpu, ProcEvent, SyscallEvent, BlockIo, TcpRetrans, Reclaim,
+                           LibMapped>;
+
+}  // namespace gpuwhy

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "probes/probes.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+
+#include "core/log.hpp"
+#include "gpuwhy_bpf.skel.h"
+
+namespace gpuwhy::probes {
+namespace {
+
+int libbpf_to_spdlog(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG && !spdlog::should_log(spdlog::level::trace)) return 0;
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
+  std::string line(buf, n > 0 ? std::min<size_t>(n, sizeof(buf) - 1) : 0);
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  if (level == LIBBPF_WARN) spdlog::debug("libbpf: {}", line);  // reported via our own errors
+  else spdlog::trace("libbpf: {}", line);
+  return 0;
+}
+
+bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+std::string_view host_family_name(HostFamily f) {
+  switch (f) {
+    case HostFamily::Sched: return "sched";
+    case HostFamily::Proc: return "proc";
+    case HostFamily::Syscalls: return "syscalls";
+    case HostFamily::BlockIo: return "block_io";
+    case HostFamily::Tcp: return "tcp";
+    case HostFamily::Reclaim: return "reclaim";
+  }
+  return "?";
+}
+
+Status preflight() {
+  if (geteuid() != 0) {
+    // CAP_BPF + CAP_PERFMON would do; check reports the details. Fail early with the common fix.
+    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+      return Error{"kernel has no BTF (/sys/kernel/btf/vmlinux missing)",
+                   "use a kernel built with CONFIG_DEBUG_INFO_BTF=y"};
+  }
+  struct stat st {};
+  if (stat("/sys/kernel/btf/vmlinux", &st) != 0)
+    return Error{"kernel has no BTF (/sys/kernel/btf/vmlinux missing)",
+                 "use a kernel built with CONFIG_DEBUG_INFO_BTF=y"};
+  return {};
+}
+
+Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
+  libbpf_set_print(libbpf_to_spdlog);
+  if (Status pre = preflight(); !pre) return pre.error();
+  if (!is_power_of_two(cfg.events_ring_bytes) || cfg.events_ring_bytes < 4096)
+    return Error{"ring buffer size must be a power of two of at least 4096 bytes",
+                 "pass e.g. --ring-mb 32"};
+
+  std::unique_ptr<Probes> p(new Probes());
+  p->skel_ = gpuwhy_bpf__open();
+  if (!p->skel_) return errno_error("cannot open the BPF object", errno);
+
+  auto& ro = p->skel_->rodata->gw_cfg;
+  ro.min_offcpu_ns = cfg.min_offcpu_ns;
+  ro.min_syscall_ns = cfg.min_syscall_ns;
+  ro.filter_pids = cfg.filter_pids ? 1 : 0;
+  ro.capture_stacks = cfg.capture_stacks ? 1 : 0;
+  ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
+  ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
+
+  bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
+  bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
+  bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384 : 1);
+
+  if (int err = gpuwhy_bpf__load(p->skel_); err != 0) {
+    const int e = -err;
+    if (e == EPERM || e == EACCES)
+      return Error{"the kernel refused to load BPF programs (permission denied)",
+                   "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"};
+    return errno_error("loading the BPF programs failed", e,
+                       "run 'gpuwhy check' to see which kernel feature is missing");
+  }
+
+  // The per-API capture specs come from the catalogue, the single source of truth.
+  for (const ApiInfo& api : api_catalog()) {
+    gw_api_spec spec = make_spec(api);
+    uint32_t key = api.id;
+    if (bpf_map__update_elem(p->skel_->maps.gw_api_specs, &key, sizeof(key), &spec, sizeof(spec),
+                             BPF_ANY) != 0)
+      return errno_error("cannot fill the API spec map", errno);
+  }
+  if (Status s = p->attach_host_families(cfg); !s) return s.error();
+  return p;
+}
+
+Status Probes::attach_host_families(const ProbeConfig& cfg) {
+  struct Entry {
+    HostFamily family;
+    bpf_program* prog;
+    bool wanted;
+    bool required;
+  };
+  auto* pr = &skel_->progs;
+  const Entry entries[] = {
+      {HostFamily::Sched, pr->gw_sched_switch, true, true},
+      {HostFamily::Sched, pr->gw_sched_wakeup, true, true},
+      {HostFamily::Proc, pr->gw_exec, true, true},
+      {HostFamily::Proc, pr->gw_fork, true, true},
+      {HostFamily::Proc, pr->gw_exit, true, true},
+      // sys_enter also carries the library-mapping hint, so it is always attached.
+      {HostFamily::Syscalls, pr->gw_sys_enter, true, false},
+      {HostFamily::Syscalls, pr->gw_sys_exit, cfg.syscalls, false},
+      {HostFamily::BlockIo, pr->gw_block_issue, cfg.block_io, false},
+      {HostFamily::BlockIo, pr->gw_block_complete, cfg.block_io, false},
+      {HostFamily::Tcp, pr->gw_tcp_retransmit, cfg.tcp, false},
+      {HostFamily::Reclaim, pr->gw_reclaim_begin, cfg.reclaim, false},
+      {HostFamily::Reclaim, pr->gw_reclaim_end, cfg.reclaim, false},
+  };
+  for (const Entry& e : entries) {
+    if (!e.wanted) continue;
+    bpf_link* link = bpf_program__attach(e.prog);
+    if (!link) {
+      const int err = errno;
+      std::string what = std::string("cannot attach ") + bpf_program__name(e.prog) + " (" +
+                         std::string(host_family_name(e.family)) + "): " + std::strerror(err);
+      if (e.required) return Error{what, "run 'gpuwhy check' for kernel support"};
+      warnings_.push_back(what + "; that family is off for this trace");
+      continue;
+    }
+    links_.push_back(link);
+  }
+  return {};
+}
+
+std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& lib,
+                                                 uint16_t lib_id) {
+  std::vector<AttachedSite> out;
+  auto sites = discover::resolve_probe_sites(lib.path, lib.family);
+  if (!sites) {
+    out.push_back({nullptr, 0, 0, sites.error().line()});
+    return out;
+  }
+  for (const discover::ProbeSite& site : *sites) {
+    AttachedSite r{site.api, site.probe_offset(), site.skipped_bytes, {}};
+    const uint64_t cookie = GW_COOKIE(site.api->id, lib_id);
+    LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = cookie, .retprobe = false);
+    LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = cookie, .retprobe = true);
+    // pid -1: every process mapping this file, now and later.
+    bpf_link* entry = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_entry, -1,
+                                                      lib.path.c_str(), r.offset, &entry_opts);
+    if (!entry) {
+      r.error = std::string("entry probe: ") + std::strerror(errno);
+      out.push_back(std::move(r));
+      continue;
+    }
+    // A return probe placed after endbr64 works too: the stack is untouched by then.
+    bpf_link* ret = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_return, -1,
+                                                    lib.path.c_str(), r.offset, &ret_opts);
+    if (!ret) {
+      r.error = std::string("return probe: ") + std::strerror(errno);
+      bpf_link__destroy(entry);
+      out.push_back(std::move(r));
+      continue;
+    }
+    links_.push_back(entry);
+    links_.push_back(ret);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status Probes::track_pid(uint32_t pid) {
+  uint32_t one = 1;
+  if (bpf_map__update_elem(skel_->maps.gw_tracked, &pid, sizeof(pid), &one, sizeof(one),
+                           BPF_ANY) != 0)
+    return errno_error("cannot track pid " + std::to_string(pid), errno);
+  return {};
+}
+
+int Probes::events_ring_fd() const { return bpf_map__fd(skel_->maps.gw_events); }
+int Probes::lifecycle_ring_fd() const { return bpf_map__fd(skel_->maps.gw_lifecycle); }
+
+std::array<uint64_t, 8> Probes::read_counters() const {
+  std::array<uint64_t, 8> sums{};
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return sums;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
+  for (uint32_t i = 0; i < GW_CNT__MAX; ++i) {
+    if (bpf_map__lookup_elem(skel_->maps.gw_counters, &i, sizeof(i), per_cpu.data(),
+                             per_cpu.size() * sizeof(uint64_t), 0) != 0)
+      continue;
+    for (uint64_t v : per_cpu) sums[i] += v;
+  }
+  return sums;
+}
+
+void Probes::detach_all() {
+  for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
+  links_.clear();
+}
+
+Probes::~Probes() {
+  detach_all();
+  if (skel_) gpuwhy_bpf__destroy(skel_);
+}
+
+}  // namespace gpuwhy::probes

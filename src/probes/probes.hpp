@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The only code that touches the generated BPF skeleton: open -> configure read-only data and
+// map sizes -> load -> attach, inside one RAII owner. Kernel tracepoint families are attached at
+// start; GPU API probes are attached per library file as discovery finds them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catalog/api_catalog.hpp"
+#include "core/result.hpp"
+#include "discover/discover.hpp"
+
+struct gpuwhy_bpf;  // generated skeleton
+struct bpf_link;
+
+namespace gpuwhy::probes {
+
+// Kernel-side probe families that can be switched on and off (API probes are per library).
+enum class HostFamily : uint8_t { Sched, Proc, Syscalls, BlockIo, Tcp, Reclaim };
+std::string_view host_family_name(HostFamily f);
+
+struct ProbeConfig {
+  uint64_t min_offcpu_ns = 0;         // shorter off-CPU intervals are not emitted
+  uint64_t min_syscall_ns = 1'000'000; // only slow syscalls are emitted
+  bool filter_pids = false;           // only processes added with track_pid() emit API calls
+  bool capture_stacks = false;
+  uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
+  uint32_t lifecycle_ring_bytes = 1u << 20;
+  uint32_t self_pid = 0;
+  bool syscalls = true, block_io = true, tcp = true, reclaim = true;
+};
+
+struct AttachedSite {
+  const ApiInfo* api = nullptr;
+  uint64_t offset = 0;
+  uint32_t skipped_bytes = 0;
+  std::string error;  // empty when both entry and return probes attached
+};
+
+class Probes {
+ public:
+  // Loads the BPF object and attaches the host families. Errors name the cause and what to do
+  // (privileges, BTF, kernel support).
+  static Result<std::unique_ptr<Probes>> load(const ProbeConfig& cfg);
+  ~Probes();
+  Probes(const Probes&) = delete;
+  Probes& operator=(const Probes&) = delete;
+
+  // Entry + return probes on every catalogue function the library exports. `lib_id` travels in
+  // the attach cookie so each event names its library.
+  std::vector<AttachedSite> attach_library(const discover::LibraryFile& lib, uint16_t lib_id);
+
+  // Marks a process as traced (its threads' scheduling is recorded; with filter_pids, its API
+  // calls too).
+  Status track_pid(uint32_t pid);
+
+  // Removes every probe (the maps stay, so the rings can still be drained).
+  void detach_all();
+
+  int events_ring_fd() const;
+  int lifecycle_ring_fd() const;
+
+  // Sums of the per-CPU loss/health counters (index: enum gw_counter).
+  std::array<uint64_t, 8> read_counters() const;
+
+  // Host families that could not be attached, with the reason (reported, not fatal).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  size_t link_count() const { return links_.size(); }
+
+ private:
+  Probes() = default;
+  Status attach_host_families(const ProbeConfig& cfg);
+  gpuwhy_bpf* skel_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::vector<std::string> warnings_;
+};
+
+// Can this process load BPF at all? Used by check and by trace before doing any work.
+Status preflight();
+
+}  // namespace gpuwhy::probes

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reader thread: polls both ring buffers every few milliseconds (the BPF side does not wake it
+// per event), decodes records, and hands batches to the writer. Discovery hints (exec, a GPU
+// library mapped) are also copied to a small side queue for the discovery loop.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "reader/batch_queue.hpp"
+
+struct ring_buffer;
+
+namespace gpuwhy::reader {
+
+struct ReaderStats {
+  std::array<std::atomic<uint64_t>, 16> by_kind{};  // index: gw_event_kind
+  std::atomic<uint64_t> decode_errors{0};
+  std::atomic<uint64_t> total{0};
+};
+
+class HintQueue {
+ public:
+  void push(Event e) {
+    std::lock_guard lock(mu_);
+    q_.push_back(std::move(e));
+  }
+  std::vector<Event> take() {
+    std::lock_guard lock(mu_);
+    std::vector<Event> out;
+    out.swap(q_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Event> q_;
+};
+
+class RingReader {
+ public:
+  struct Options {
+    int poll_ms = 5;           // how often to look at the rings without a wakeup
+    size_t batch_max = 16384;  // events per batch handed to the writer
+    int flush_ms = 100;        // a partial batch is handed over at least this often
+  };
+
+  RingReader(ClockConverter clock, BatchQueue& out, HintQueue& hints, Options opt);
+  ~RingReader();
+  Status open(int events_fd, int lifecycle_fd);
+
+  // Runs until `stop` is set, then consumes what is left in the rings and returns.
+  void run(const std::atomic<bool>& stop);
+  // One more full drain (after the probes were detached at shutdown).
+  void drain();
+
+  const ReaderStats& stats() const { return stats_; }
+
+ private:
+  static int on_record(void* ctx, void* data, size_t size);
+  void handle(const void* data, size_t size);
+  void flush();
+
+  ClockConverter clock_;
+  BatchQueue& out_;
+  HintQueue& hints_;
+  Options opt_;
+  ring_buffer* rb_ = nullptr;
+  Batch batch_;
+  ReaderStats stats_;
+};
+
+}  // namespace gpuwhy::reader

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// The trace file. TraceWriter is used by one thread (the batcher) during `trace`; TraceFile opens a
+// finished or live trace read-only for explain/query/tests. Schema: sql/schema.sql, docs/schema.md.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "discover/discover.hpp"
+#include "model/events.hpp"
+
+namespace gpuwhy::store {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct SessionInfo {
+  std::string host, kernel, agent_version, command_line;
+  std::string pid_filter;  // empty: every process
+  std::string boot_id;
+  int64_t start_ns = 0;
+  int64_t mono_to_wall_ns = 0;
+};
+
+struct LossCount {
+  std::string source;  // bpf | reader | store
+  std::string cause;
+  uint64_t count = 0;
+};
+
+class TraceWriter {
+ public:
+  // Creates a new trace file at `path`. An existing finished file is renamed to `path.old`; a file
+  // another live `gpuwhy trace` is writing is refused (Error says which pid).
+  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const SessionInfo& s);
+  ~TraceWriter();
+
+  // One transaction per call; prepared statements; interned task names.
+  Status write_batch(std::span<const Event> events);
+
+  // Library attached (returns libraries.id) and per-API placement / failures.
+  Result<uint16_t> add_library(const discover::LibraryFile& lib, int64_t first_seen_ns,
+                               uint32_t seen_in_pid);
+  Status add_lib_probe(uint16_t lib_id, uint16_t api_id, uint64_t offset, uint32_t skipped_bytes,
+                       const std::string& error);
+  Status set_library_probe_counts(uint16_t lib_id, uint32_t attached, uint32_t failed);
+  Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
+  Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
+
+  // Replaces the stored loss and per-source counts (called periodically and at the end). The
+  // store adds its own ("store", "write_error") count: events of batches that failed to commit.
+  Status set_counts(std::span<const LossCount> losses,
+                    std::span<const std::pair<std::string, uint64_t>> event_counts);
+
+  // Marks the session complete, builds the analysis indexes, checkpoints the WAL.
+  Status finish(int64_t end_ns);
+
+  const std::string& path() const { return path_; }
+  uint64_t bytes_on_disk() const;
+
+ private:
+  struct Impl;
+  TraceWriter(std::string path, std::unique_ptr<Impl> impl);
+  std::string path_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The session row as open() read it.
+struct SessionState {
+  std::string host, kernel, agent_version, command_line;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;          // 0 while recording or when the agent was killed
+  int64_t last_commit_ns = 0;  // 0 before the first batch
+  int64_t last_event_ns = 0;
+  int64_t batches = 0;
+};
+
+// Read-only access. open() gives one clear Error for: missing file, not SQLite / corrupt, not a
+// gpuwhy trace, a schema newer than this build. The shipped views (sql/views/*.sql) are installed
+// as TEMP views, then an authorizer refuses every write, ATTACH, PRAGMA write and extension load.
+// Works on a copied file without root; a WAL-mode copy in a directory this user cannot write is
+// read through a private temporary copy (see docs/schema.md "Reading a copied file").
+class TraceFile {
+ public:
+  static Result<std::unique_ptr<TraceFile>> open(const std::string& path);
+  ~TraceFile();
+
+  sqlite3* db() const { return db_; }
+  const std::string& path() const { return path_; }
+  int schema_version() const { return schema_version_; }
+  // 'complete', or 'recording' (still being written, or the agent was killed: see is_live()).
+  const std::string& status() const { return status_; }
+  bool is_live() const { return live_; }  // another process holds the writer lock now
+  int writer_pid() const { return writer_pid_; }  // when live; -1 if it has not said
+  const SessionState& session() const { return session_; }
+
+  // One line for a trace that is not complete ("... is incomplete: the agent was killed; 12
+  // batches up to 2025-01-02 03:04:05 UTC were committed"), empty for a complete one.
+  std::string incomplete_warning() const;
+
+ private:
+  TraceFile() = default;
+  sqlite3* db_ = nullptr;
+  int schema_version_ = 0;
+  std::string status_;
+  bool live_ = false;
+  int writer_pid_ = 0;
+  std::string path_;
+  std::string temp_dir_;  // private copy of a WAL-mode file we could not read in place
+  SessionState session_;
+};
+
+// ---- queries ---------------------------------------------------------------------------------
+
+enum class ValueType : uint8_t { Null, Integer, Real, Text, Blob };
+
+// A whole result in memory: NULL is an empty string with is_null set. REAL values are SQLite's
+// text form (15 significant digits); BLOBs are written X'hex'.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<bool>> is_null;
+  std::vector<std::vector<ValueType>> types;
+};
+
+// Runs ONE read-only statement. Errors carry exit_code 2 and SQLite's message verbatim:
+// "SQL error: no such table: foo".
+Result<QueryResult> run_query(const TraceFile& file, const std::string& sql);
+
+// The same, streaming: on_header once with the column names, then on_row for each row (values and
+// types share the row's index). For results too large to hold.
+using HeaderFn = std::function<void(const std::vector<std::string>& columns)>;
+using RowFn = std::function<void(const std::vector<std::string>& values,
+                                 const std::vector<ValueType>& types)>;
+Status for_each_row(const TraceFile& file, const std::string& sql, const HeaderFn& on_header,
+                    const RowFn& on_row);
+
+// ---- shipped views ---------------------------------------------------------------------------
+
+struct ViewInfo {
+  std::string name;         // "v_calls"
+  std::string description;  // the file's header comment, comment markers removed
+  std::string_view sql;     // the file's text: "CREATE VIEW name AS ..."
+};
+
+// Every sql/views/*.sql embedded in this build (files named v_*.sql), sorted by name.
+std::vector<ViewInfo> shipped_views();
+
+// Creates every shipped view, as TEMP views (readers: this build's views shadow the ones stored in
+// the file) or in the file itself (the writer: so a copy opened with plain sqlite3 has them too).
+Status install_views(sqlite3* db, bool temp);
+
+}  // namespace gpuwhy::store

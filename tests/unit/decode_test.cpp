@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Ring-buffer records built from the same ABI structs the BPF programs fill -> typed events.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "catalog/api_catalog.hpp"
+#include "reader/decode.hpp"
+
+namespace gpuwhy::reader {
+namespace {
+
+const ClockConverter kClock(1'000'000'000'000);  // wall = mono + 1000 s
+
+gw_event_header header(uint16_t kind, uint16_t size) {
+  gw_event_header h{};
+  h.ts_ns = 5'000;
+  h.pid = 42;
+  h.tid = 43;
+  h.kind = kind;
+  h.size = size;
+  h.cpu = 1;
+  return h;
+}
+
+TEST(Decode, CudaMemcpyAsyncCarriesItsMeaning) {
+  gw_api_call r{};
+  r.hdr = header(GW_EV_API_CALL, sizeof(r));
+  r.duration_ns = 777;
+  const ApiInfo* api = find_api("cudaMemcpyAsync");
+  ASSERT_NE(api, nullptr);
+  r.api = api->id;
+  r.lib = 3;
+  r.args[0] = 0x1000a000;  // dst
+  r.args[1] = 0x2000b000;  // src
+  r.args[2] = 123457;      // count
+  r.args[3] = 2;           // cudaMemcpyDeviceToHost
+  r.args[4] = 0xabc;       // stream
+  r.ret = 0xffffffff00000023ull;  // upper register garbage above a 32-bit enum
+  Event ev;
+  ASSERT_EQ(decode_record(&r, sizeof(r), kClock, ev), DecodeStatus::Ok);
+  const auto& c = std::get<ApiCall>(ev);
+  EXPECT_EQ(c.ts, 1'000'000'005'000);
+  EXPECT_EQ(c.dur, 777);
+  EXPECT_EQ(c.pid, 42u);
+  EXPECT_EQ(c.tid, 43u);
+  EXPECT_EQ(c.lib, 3);
+  EXPECT_EQ(c.ret, 35);
+  EXPECT_EQ(c.f.addr, 0x1000a000u);
+  EXPECT_EQ(c.f.addr2, 0x2000b000u);
+  EXPECT_EQ(c.f.bytes, 123457u);
+  EXPECT_EQ(c.f.op, static_cast<int>(CopyDir::DeviceToHost));
+  EXPECT_EQ(c.f.stream, 0xabcu);
+}
+
+TEST(Decode, LaunchGridFromRegistersAndFromConfigStruct) {
+  const ApiInfo* rt = find_api("cudaLaunchKernel");
+  uint64_t args[8] = {0xf00, (3ull << 32) | 2, 4, (8ull << 32) | 32, 1, 0x55, 0, 0};
+  ApiCallFields f = decode_api_args(*rt, args, 0);
+  EXPECT_EQ(f.blocks, 2u * 3 * 4);
+  EXPECT_EQ(f.threads_per_block, 32u * 8);
+  EXPECT_EQ(f.stream, 0x55u);
+  EXPECT_EQ(f.addr, 0xf00u);
+
+  const ApiInfo* ex = find_api("cuLaunchKernelEx");
+  uint64_t cfg[8] = {0xf01, (5ull << 32) | 7, (64ull << 32) | 1, (1ull << 32) | 2, 0, 0x66, 0, 0};
+  f = decode_api_args(*ex, cfg, 0);
+  EXPECT_EQ(f.blocks, 35u);
+  EXPECT_EQ(f.threads_per_block, 64u * 2);
+  EXPECT_EQ(f.stream, 0x66u);
+
+  const ApiInfo* drv = find_api("cuLaunchKernel");
+  uint64_t d[8] = {0xf02, 10, 2, 1, 128, 1, 1, 0x77};
+  f = decode_api_args(*drv, d, 0);
+  EXPECT_EQ(f.blocks, 20u);
+  EXPECT_EQ(f.threads_per_block, 128u);
+  EXPECT_EQ(f.stream, 0x77u);
+}
+
+TEST(Decode, AllocationsReportThePointerReadAtReturn) {
+  const ApiInfo* api = find_api("cudaMalloc");
+  uint64_t args[8] = {0x7ffd0000, 4096, 0, 0, 0, 0, 0, 0};
+  ApiCallFields f = decode_api_args(*api, args, 0x7f0000001000);
+  EXPECT_EQ(f.bytes, 4096u);
+  EXPECT_EQ(f.addr, 0x7f0000001000u);
+}
+
+TEST(Decode, NcclPayloadIsCountTimesElementSize) {
+  const ApiInfo* api = find_api("ncclAllReduce");
+  uint64_t args[8] = {0x1, 0x2, 1000, 7 /* float32 */, 0 /* sum */, 0xc0, 0x5, 0};
+  ApiCallFields f = decode_api_args(*api, args, 0);
+  EXPECT_EQ(f.bytes, 4000u);
+  EXPECT_EQ(f.addr, 0xc0u);
+  EXPECT_EQ(f.stream, 0x5u);
+  EXPECT_EQ(f.op, 0);
+}
+
+TEST(Decode, OffCpuKeepsCulpritsAndTaskNames) {
+  gw_offcpu r{};
+  r.hdr = header(GW_EV_OFFCPU, sizeof(r));
+  r.duration_ns = 1000;
+  r.runq_ns = 400;
+  r.preempted = 1;
+  r.next_pid = 99;
+  r.next_tid = 100;
+  std::strcpy(r.next_comm, "cpu_hog");
+  Event ev;
+  ASSERT_EQ(decode_record(&r, sizeof(r), kClock, ev), DecodeStatus::Ok);
+  const auto& o = std::get<OffCpu>(ev);
+  EXPECT_TRUE(o.preempted);
+  EXPECT_EQ(o.runq, 400);
+  EXPECT_EQ(comm_view(o.next_comm), "cpu_hog");
+  EXPECT_EQ(o.cpu, 1u);
+}
+
+TEST(Decode, RejectsShortUnknownAndOversizedRecords) {
+  gw_api_call r{};
+  r.hdr = header(GW_EV_API_CALL, sizeof(r));
+  Event ev;
+  EXPECT_EQ(decode_record(&r, 10, kClock, ev), DecodeStatus::TooShort);
+  EXPECT_EQ(decode_record(&r, sizeof(r) - 1, kClock, ev), DecodeStatus::SizeMismatch);
+  r.hdr.kind = 999;
+  EXPECT_EQ(decode_record(&r, sizeof(r), kClock, ev), DecodeStatus::UnknownKind);
+  gw_event_header h = header(GW_EV_OFFCPU, sizeof(gw_event_header));
+  EXPECT_EQ(decode_record(&h, sizeof(h), kClock, ev), DecodeStatus::TooShort);
+}
+
+TEST(Catalog, IdsAreUniqueAndSpecsFitTheBpfArray) {
+  std::set<uint16_t> ids;
+  for (const ApiInfo& a : api_catalog()) {
+    EXPECT_TRUE(ids.insert(a.id).second) << a.name;
+    EXPECT_LT(a.id, GW_MAX_API) << a.name;
+    EXPECT_EQ(find_api(a.name), &a);
+  }
+}
+
+TEST(Clock, ParsesDurations) {
+  EXPECT_EQ(parse_duration_ns("5m"), 300'000'000'000);
+  EXPECT_EQ(parse_duration_ns("250ms"), 250'000'000);
+  EXPECT_EQ(parse_duration_ns("2"), 2'000'000'000);
+  EXPECT_EQ(parse_duration_ns("1.5h"), 5'400'000'000'000);
+  EXPECT_EQ(parse_duration_ns("abc"), -1);
+  EXPECT_EQ(parse_duration_ns("5 parsecs"), -1);
+  EXPECT_EQ(parse_duration_ns("-3s"), -1);
+}
+
+}  // namespace
+}  // namespace gpuwhy::reader

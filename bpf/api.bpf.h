@@ -64,8 +64,7 @@ static __always_inline int gw_read_user_u64(__u64 *dst, __u64 addr)
 	return 0;
 }
 
-SEC("uprobe")
-int gw_api_entry(struct pt_regs *ctx)
+static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 api = GW_COOKIE_API(cookie);
@@ -123,8 +122,7 @@ int gw_api_entry(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int gw_api_return(struct pt_regs *ctx)
+static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 api = GW_COOKIE_API(cookie);
@@ -161,6 +159,36 @@ int gw_api_return(struct pt_regs *ctx)
 	bpf_map_delete_elem(&gw_pending, &key);
 	gw_submit_event(rec);
 	return 0;
+}
+
+/*
+ * Two attachment styles share the bodies above. uprobe_multi (kernel >= 6.6) attaches every
+ * function of a library in one link and removes them with one RCU grace period: removing 120
+ * single uprobes one by one took 12 s here. The single-probe programs are the fallback for older
+ * kernels. User space loads one pair or the other (the expected attach type differs).
+ */
+SEC("uprobe")
+int gw_api_entry(struct pt_regs *ctx)
+{
+	return gw_api_entry_impl(ctx);
+}
+
+SEC("uretprobe")
+int gw_api_return(struct pt_regs *ctx)
+{
+	return gw_api_return_impl(ctx);
+}
+
+SEC("uprobe")
+int gw_api_entry_multi(struct pt_regs *ctx)
+{
+	return gw_api_entry_impl(ctx);
+}
+
+SEC("uprobe")
+int gw_api_return_multi(struct pt_regs *ctx)
+{
+	return gw_api_return_impl(ctx);
 }
 
 #endif /* GPUWHY_API_BPF_H */

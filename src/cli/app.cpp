@@ -24,6 +24,7 @@ int run_cli(int argc, char** argv) {
                "did to the calling threads, with ranked root causes."};
   app.set_version_flag("--version", GPUWHY_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // -v works after the subcommand too
   int verbosity = 0;
   app.add_flag("-v,--verbose", verbosity, "More log output (repeat for debug)");
 

@@ -81,6 +81,9 @@ class Recorder {
  private:
   template <class E>
   void note(const E& e) {
+    if constexpr (std::is_same_v<E, ProcEvent>) {
+      if (e.kind == ProcEventKind::Exec) return;  // every exec on the host: not a traced process
+    }
     if constexpr (requires { e.pid; e.tid; }) {
       if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
       else see(e.pid, e.tid, e.ts);
@@ -323,7 +326,10 @@ int TraceSession::run() {
   status.clear();
 
   // Shutdown order: stop new events at the source, drain the rings, then finish the file.
+  const auto t_detach = SteadyClock::now();
   probes_->detach_all();
+  spdlog::info("probes detached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               SteadyClock::now() - t_detach).count());
   reader_stop = true;
   reader_thread.join();
   queue_.close();

@@ -3,6 +3,7 @@
 // build-id, probe placement), /proc parsing, container paths. Pure reading; attaches nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,7 +19,7 @@ namespace gpuwhy::discover {
 
 struct ElfSymbol {
   std::string name;
-  std::string version;  // "libcudart.so.13", "hip_4.2", or empty when unversioned
+  std::string version;          // "libcudart.so.13", "hip_4.2", or empty when unversioned
   bool default_version = true;  // '@@' (default) vs '@' (hidden/older)
   uint64_t vaddr = 0;
   uint64_t size = 0;
@@ -81,7 +82,7 @@ struct LibraryFile {
   std::string path;      // host-visible path to open and attach (may go through /proc/PID/root)
   std::string map_path;  // the path as the process maps it (host scan: the name it was found under)
   Family family = Family::Cudart;
-  uint64_t dev = 0;      // st_dev of the file as the host sees it
+  uint64_t dev = 0;  // st_dev of the file as the host sees it
   uint64_t inode = 0;
   // The identity /proc/PID/maps shows (0 for host scans). On overlayfs (containers) and btrfs it
   // differs from stat()'s dev (and, with overlay xino, the inode): it names the real inode that a
@@ -90,7 +91,7 @@ struct LibraryFile {
   uint64_t map_dev = 0;  // makedev(major, minor)
   uint64_t map_inode = 0;
   std::string soname;
-  std::string version;   // from the real file name (libamdhip64.so.5.2.21153 -> 5.2.21153)
+  std::string version;  // from the real file name (libamdhip64.so.5.2.21153 -> 5.2.21153)
   std::string build_id;
 };
 
@@ -106,7 +107,7 @@ struct MapEntry {
   std::string perms;  // "r-xp"
   uint32_t dev_major = 0, dev_minor = 0;
   uint64_t inode = 0;
-  std::string path;   // may be empty, "[heap]", or end in " (deleted)"
+  std::string path;      // may be empty, "[heap]", or end in " (deleted)"
   bool deleted = false;  // path ends in " (deleted)": the file was unlinked after being mapped
 
   bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
@@ -119,9 +120,9 @@ struct ProcessInfo {
   uint32_t ppid = 0;
   std::string comm;
   std::string exe;
-  std::string cmdline;   // arguments joined by spaces
-  std::string cgroup;    // first line of /proc/PID/cgroup, path part
-  int64_t start_ns = 0;  // wall-clock ns
+  std::string cmdline;       // arguments joined by spaces
+  std::string cgroup;        // first line of /proc/PID/cgroup, path part
+  int64_t start_ns = 0;      // wall-clock ns
   uint64_t start_ticks = 0;  // stat field 22 as read: stable, so (pid, start_ticks) is an identity
 };
 

@@ -12,6 +12,7 @@
 
 #include "core/log.hpp"
 #include "gpuwhy_bpf.skel.h"
+#include "probes/uprobe_multi.hpp"
 
 namespace gpuwhy::probes {
 namespace {
@@ -80,6 +81,19 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384 : 1);
 
+  // Load one pair of API programs: the uprobe_multi pair where the kernel has it.
+  p->multi_ = kernel_has_uprobe_multi();
+  auto* pr = &p->skel_->progs;
+  bpf_program__set_autoload(pr->gw_api_entry, !p->multi_);
+  bpf_program__set_autoload(pr->gw_api_return, !p->multi_);
+  bpf_program__set_autoload(pr->gw_api_entry_multi, p->multi_);
+  bpf_program__set_autoload(pr->gw_api_return_multi, p->multi_);
+  if (p->multi_) {
+    const auto multi = static_cast<enum bpf_attach_type>(kAttachUprobeMulti);
+    bpf_program__set_expected_attach_type(pr->gw_api_entry_multi, multi);
+    bpf_program__set_expected_attach_type(pr->gw_api_return_multi, multi);
+  }
+
   if (int err = gpuwhy_bpf__load(p->skel_); err != 0) {
     const int e = -err;
     if (e == EPERM || e == EACCES)
@@ -142,13 +156,40 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
 
 std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& lib,
                                                  uint16_t lib_id) {
-  std::vector<AttachedSite> out;
   auto sites = discover::resolve_probe_sites(lib.path, lib.family);
-  if (!sites) {
-    out.push_back({nullptr, 0, 0, sites.error().line()});
+  if (!sites) return {{nullptr, 0, 0, sites.error().line()}};
+  if (!multi_) return attach_library_single(lib, lib_id, *sites);
+
+  std::vector<uint64_t> offsets, cookies;
+  std::vector<AttachedSite> out;
+  for (const discover::ProbeSite& site : *sites) {
+    offsets.push_back(site.probe_offset());
+    cookies.push_back(GW_COOKIE(site.api->id, lib_id));
+    out.push_back({site.api, site.probe_offset(), site.skipped_bytes, {}});
+  }
+  if (offsets.empty()) return out;
+  // A return probe placed after endbr64 works too: the stack is untouched by then.
+  auto entry = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_entry_multi), lib.path,
+                                   offsets, cookies, false);
+  Result<int> ret = entry ? attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi),
+                                                lib.path, offsets, cookies, true)
+                          : Result<int>(entry.error());
+  if (!entry || !ret) {
+    if (entry) close(*entry);
+    const std::string why = (!entry ? entry.error() : ret.error()).line();
+    for (auto& site : out) site.error = why;
     return out;
   }
-  for (const discover::ProbeSite& site : *sites) {
+  multi_fds_.push_back(*entry);
+  multi_fds_.push_back(*ret);
+  return out;
+}
+
+std::vector<AttachedSite> Probes::attach_library_single(
+    const discover::LibraryFile& lib, uint16_t lib_id,
+    const std::vector<discover::ProbeSite>& sites) {
+  std::vector<AttachedSite> out;
+  for (const discover::ProbeSite& site : sites) {
     AttachedSite r{site.api, site.probe_offset(), site.skipped_bytes, {}};
     const uint64_t cookie = GW_COOKIE(site.api->id, lib_id);
     LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = cookie, .retprobe = false);
@@ -161,7 +202,6 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
       out.push_back(std::move(r));
       continue;
     }
-    // A return probe placed after endbr64 works too: the stack is untouched by then.
     bpf_link* ret = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_return, -1,
                                                     lib.path.c_str(), r.offset, &ret_opts);
     if (!ret) {
@@ -203,6 +243,10 @@ std::array<uint64_t, 8> Probes::read_counters() const {
 }
 
 void Probes::detach_all() {
+  // Each removal waits for an RCU grace period (~0.1 s here), serialised in the kernel: that is
+  // why API probes use one uprobe_multi link per library where the kernel has them.
+  for (int fd : multi_fds_) close(fd);
+  multi_fds_.clear();
   for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
   links_.clear();
 }

@@ -69,12 +69,18 @@ class Probes {
 
   // Host families that could not be attached, with the reason (reported, not fatal).
   const std::vector<std::string>& warnings() const { return warnings_; }
-  size_t link_count() const { return links_.size(); }
+  size_t link_count() const { return links_.size() + multi_fds_.size(); }
+  bool uses_uprobe_multi() const { return multi_; }
 
  private:
   Probes() = default;
   Status attach_host_families(const ProbeConfig& cfg);
+  std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib,
+                                                  uint16_t lib_id,
+                                                  const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
+  bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
+  std::vector<int> multi_fds_;  // one entry and one return link per library
   std::vector<bpf_link*> links_;
   std::vector<std::string> warnings_;
 };

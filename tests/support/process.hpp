@@ -56,6 +56,7 @@ class Agent {
   Agent(const std::string& db, const std::vector<std::string>& extra_args, const TempDir& dir);
   bool ready() const { return ready_; }
   int stop() { return child_.stop(SIGINT_VALUE); }
+  int stop_with(int sig) { return child_.stop(sig); }
   int kill9() { return child_.stop(9); }
   std::string stderr_text() const { return child_.stderr_text(); }
   pid_t pid() const { return child_.pid(); }

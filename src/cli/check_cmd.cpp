@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy check [--json]`: renders discover::run_check(). All judging happens there; this file
+// only turns the report into aligned text or one JSON object, and picks the exit code.
+#include <bpf/libbpf.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "discover/host_check.hpp"
+
+namespace gpuwhy::cli {
+namespace {
+
+using discover::CheckReport;
+using discover::Finding;
+using discover::HostFacts;
+using discover::Severity;
+// Keys in the order written, so the JSON reads like the text report.
+using json = nlohmann::ordered_json;
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Problem: return "problem";
+  }
+  return "?";
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string limit_text(uint64_t v) {
+  return v == RLIM_INFINITY ? "unlimited" : std::to_string(v / 1024) + " KiB";
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+std::string file_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Rows of cells printed with each column padded to its widest cell.
+void print_table(const std::vector<std::vector<std::string>>& rows, const char* indent = "  ") {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+std::string privileges_text(const HostFacts& f) {
+  std::string s = f.euid == 0 ? "root" : "euid " + std::to_string(f.euid);
+  if (!f.cap_eff) return s + ", capabilities unknown";
+  std::vector<std::string> caps;
+  if (f.has_cap(discover::kCapBpf)) caps.emplace_back("CAP_BPF");
+  if (f.has_cap(discover::kCapPerfmon)) caps.emplace_back("CAP_PERFMON");
+  if (f.has_cap(discover::kCapSysAdmin)) caps.emplace_back("CAP_SYS_ADMIN");
+  return s + ", " + (caps.empty() ? "none of CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN" : join(caps, "+"));
+}
+
+std::string ringbuf_text(int r) {
+  if (r == discover::kNotProbed) return "not probed (needs privileges)";
+  if (r == 1) return "supported";
+  if (r == 0) return "map creation failed";
+  return std::string("probe failed: ") + std::strerror(-r);
+}
+
+void print_text(const CheckReport& r) {
+  const HostFacts& f = r.facts;
+  std::printf("System\n");
+  print_table({
+      {"kernel", f.kernel_release + " " + f.machine + " (" + f.kernel_version + ")"},
+      {"btf", f.btf_path + (f.btf ? " present" : " missing")},
+      {"privileges", privileges_text(f)},
+      {"ring buffer", ringbuf_text(f.ringbuf)},
+      {"uprobes", f.uprobe_pmu_type >= 0
+                      ? "uprobe PMU (type " + std::to_string(f.uprobe_pmu_type) + ")"
+                      : "no uprobe PMU"},
+      {"tracefs",
+       (f.tracefs_path.empty() ? "not mounted" : "mounted at " + f.tracefs_path) + " (not needed)"},
+      {"memlock", limit_text(f.memlock_cur) + " (max " + limit_text(f.memlock_max) + ")"},
+  });
+
+  std::printf("\nGPU runtime libraries (%zu)\n", f.libraries.size());
+  if (!f.libraries.empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"FAMILY", "VERSION", "SONAME", "EXPORTS", "ENDBR64", "USED BY", "PATH"}};
+    for (const auto& c : f.libraries) {
+      std::vector<std::string> pids;
+      for (uint32_t pid : c.pids) pids.push_back(std::to_string(pid));
+      rows.push_back(
+          {std::string(family_name(c.file.family)), c.file.version.empty() ? "-" : c.file.version,
+           c.file.soname.empty() ? "-" : c.file.soname,
+           c.error.empty() ? std::to_string(c.exported) + "/" + std::to_string(c.catalogued)
+                           : "error",
+           std::to_string(c.shifted), pids.empty() ? "-" : join(pids, ","), c.file.path});
+    }
+    print_table(rows);
+    std::printf("  build-ids:\n");
+    std::vector<std::vector<std::string>> ids;
+    for (const auto& c : f.libraries) {
+      ids.push_back({c.file.build_id.empty() ? "(none)" : c.file.build_id, c.file.path});
+    }
+    print_table(ids, "    ");
+  }
+
+  std::printf("\nProcesses using them (%zu of %zu scanned)\n", f.processes.size(),
+              f.processes_scanned);
+  if (!f.processes.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"PID", "COMM", "LIBRARIES"}};
+    for (const auto& p : f.processes) {
+      std::vector<std::string> names;
+      for (const auto& lib : p.libraries) names.push_back(file_name(lib));
+      rows.push_back({std::to_string(p.info.pid), p.info.comm, join(names, ", ")});
+    }
+    print_table(rows);
+  }
+
+  std::printf("\nFindings\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const Finding& x : r.findings) {
+    if (x.severity != Severity::Problem) rows.push_back({severity_name(x.severity), x.message});
+  }
+  if (rows.empty()) rows.push_back({"none"});
+  print_table(rows);
+
+  std::printf("\n");
+  if (r.can_trace) {
+    std::printf("Result: tracing can work on this host\n");
+    return;
+  }
+  std::printf("Result: tracing cannot work until these are fixed:\n");
+  for (const Finding& x : r.findings) {
+    if (x.severity == Severity::Problem) std::printf("  problem: %s\n", x.message.c_str());
+  }
+}
+
+json to_json(const CheckReport& r) {
+  const HostFacts& f = r.facts;
+  json libs = json::array();
+  for (const auto& c : f.libraries) {
+    libs.push_back({{"path", c.file.path},
+                    {"map_path", c.file.map_path},
+                    {"family", family_name(c.file.family)},
+                    {"soname", c.file.soname},
+                    {"version", c.file.version},
+                    {"build_id", c.file.build_id},
+                    {"dev", c.file.dev},
+                    {"inode", c.file.inode},
+                    {"on_host", c.on_host},
+                    {"pids", c.pids},
+                    {"exported", c.exported},
+                    {"catalogued", c.catalogued},
+                    {"entry_probes_shifted", c.shifted},
+                    {"error", c.error.empty() ? json(nullptr) : json(c.error)}});
+  }
+  json procs = json::array();
+  for (const auto& p : f.processes) {
+    json skipped = json::array();
+    for (const auto& s : p.skipped) skipped.push_back({{"path", s.map_path}, {"reason", s.reason}});
+    procs.push_back({{"pid", p.info.pid},
+                     {"ppid", p.info.ppid},
+                     {"comm", p.info.comm},
+                     {"exe", p.info.exe},
+                     {"cmdline", p.info.cmdline},
+                     {"cgroup", p.info.cgroup},
+                     {"start_ns", p.info.start_ns},
+                     {"libraries", p.libraries},
+                     {"skipped", skipped}});
+  }
+  json findings = json::array();
+  json problems = json::array();
+  for (const Finding& x : r.findings) {
+    findings.push_back(
+        {{"severity", severity_name(x.severity)}, {"topic", x.topic}, {"message", x.message}});
+    if (x.severity == Severity::Problem) problems.push_back(x.message);
+  }
+  auto limit = [](uint64_t v) { return v == RLIM_INFINITY ? json(nullptr) : json(v); };
+  return {
+      {"can_trace", r.can_trace},
+      {"kernel",
+       {{"release", f.kernel_release}, {"version", f.kernel_version}, {"machine", f.machine}}},
+      {"btf", {{"path", f.btf_path}, {"present", f.btf}}},
+      {"privileges",
+       {{"euid", f.euid},
+        {"cap_eff", f.cap_eff ? json(hex64(*f.cap_eff)) : json(nullptr)},
+        {"cap_bpf", f.has_cap(discover::kCapBpf)},
+        {"cap_perfmon", f.has_cap(discover::kCapPerfmon)},
+        {"cap_sys_admin", f.has_cap(discover::kCapSysAdmin)},
+        {"sufficient", f.privileged()}}},
+      {"ringbuf",
+       {{"probed", f.ringbuf != discover::kNotProbed},
+        {"supported", f.ringbuf == 1},
+        {"detail", ringbuf_text(f.ringbuf)}}},
+      {"uprobe_pmu",
+       {{"present", f.uprobe_pmu_type >= 0},
+        {"type", f.uprobe_pmu_type >= 0 ? json(f.uprobe_pmu_type) : json(nullptr)}}},
+      {"tracefs",
+       {{"mounted", !f.tracefs_path.empty()},
+        {"path", f.tracefs_path},
+        {"uprobe_events", f.tracefs_uprobe_events},
+        {"needed", false}}},
+      {"memlock", {{"cur", limit(f.memlock_cur)}, {"max", limit(f.memlock_max)}}},
+      {"libraries", libs},
+      {"processes", procs},
+      {"processes_scanned", f.processes_scanned},
+      {"processes_unreadable", f.unreadable_pids},
+      {"findings", findings},
+      {"problems", problems},
+  };
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& root, Runner& run) {
+  auto* cmd = root.add_subcommand(
+      "check",
+      "Can this host trace? Kernel, BTF, privileges and BPF features, and the GPU "
+      "runtime libraries and processes there are to trace");
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *as_json, "Print one JSON object instead of text");
+  cmd->callback([&run, as_json] {
+    run = [as_json] {
+      discover::CheckOptions opts;
+      opts.probe_ringbuf = [] { return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr); };
+      const CheckReport report = discover::run_check(opts);
+      if (*as_json) {
+        std::printf("%s\n",
+                    to_json(report).dump(2, ' ', false, json::error_handler_t::replace).c_str());
+      } else {
+        print_text(report);
+      }
+      std::fflush(stdout);
+      return report.can_trace ? 0 : 1;
+    };
+  });
+}
+
+}  // namespace gpuwhy::cli

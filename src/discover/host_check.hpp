@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy check` as data: what this host offers for tracing (kernel, BTF, privileges, BPF
+// features) and which GPU runtime libraries and processes there are to trace. Gathering and
+// judging are separate so that tests can judge made-up hosts; the CLI only renders the report.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/discover.hpp"
+
+namespace gpuwhy::discover {
+
+// Capability numbers from linux/capability.h.
+inline constexpr int kCapSysPtrace = 19;
+inline constexpr int kCapSysAdmin = 21;
+inline constexpr int kCapSysResource = 24;
+inline constexpr int kCapPerfmon = 38;
+inline constexpr int kCapBpf = 39;
+
+// The CapEff mask from the text of /proc/PID/status; nullopt when absent or malformed.
+std::optional<uint64_t> parse_cap_eff(std::string_view proc_status);
+
+struct KernelRelease {
+  int major = 0, minor = 0, patch = 0;
+  bool at_least(int ma, int mi) const { return major > ma || (major == ma && minor >= mi); }
+};
+// "6.18.44-fc-v509" -> {6, 18, 44}.
+std::optional<KernelRelease> parse_kernel_release(std::string_view release);
+
+struct LibraryCheck {
+  LibraryFile file;
+  bool on_host = false;        // found by the host directory scan
+  std::vector<uint32_t> pids;  // running processes that map it
+  size_t exported = 0;         // catalogue functions of its family that it exports
+  size_t catalogued = 0;       // catalogue functions of its family
+  size_t shifted = 0;          // entry probes placed past an endbr64
+  std::string error;           // why its probe sites could not be resolved, if they could not
+};
+
+struct ProcessCheck {
+  ProcessInfo info;
+  std::vector<std::string> libraries;  // host-visible paths of the GPU libraries it maps
+  std::vector<SkippedLibrary> skipped;
+};
+
+// Result of a feature probe that was not run.
+inline constexpr int kNotProbed = INT_MIN;
+
+struct HostFacts {
+  std::string kernel_release, kernel_version, machine;  // uname -r, -v, -m
+  std::string btf_path = "/sys/kernel/btf/vmlinux";
+  bool btf = false;
+  uint32_t euid = 0;
+  std::optional<uint64_t> cap_eff;
+  std::string tracefs_path;  // where tracefs is mounted; empty when it is not
+  bool tracefs_uprobe_events = false;
+  int ringbuf = kNotProbed;  // 1 supported, 0 map creation failed, < 0 -errno
+  int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
+  uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
+  uint64_t memlock_max = 0;
+  std::vector<LibraryCheck> libraries;
+  std::vector<ProcessCheck> processes;  // those that map at least one GPU library
+  size_t processes_scanned = 0;
+  std::vector<uint32_t> unreadable_pids;  // maps not readable to us (other users, hardened)
+
+  bool has_cap(int cap) const { return cap_eff && ((*cap_eff >> cap) & 1) != 0; }
+  // May load BPF programs and open perf events (uprobes): CAP_BPF + CAP_PERFMON, or
+  // CAP_SYS_ADMIN which implies both; euid 0 only when the capability set is unknown.
+  bool privileged() const;
+};
+
+enum class Severity : uint8_t { Info, Warning, Problem };
+
+// One line of the verdict: "what is the case; what to do". Problems make tracing impossible.
+struct Finding {
+  Severity severity = Severity::Info;
+  std::string topic;  // "kernel", "btf", "privileges", "ringbuf", "uprobes", "tracefs", ...
+  std::string message;
+};
+
+struct CheckReport {
+  HostFacts facts;
+  std::vector<Finding> findings;
+  bool can_trace = false;  // no Problem among the findings
+};
+
+struct CheckOptions {
+  // Runs libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL). Injected because this module
+  // reads files only and does not link libbpf; unset leaves the ring buffer unprobed.
+  std::function<int()> probe_ringbuf;
+  bool scan_host = true;       // look for installed libraries
+  bool scan_processes = true;  // look into every running process's maps
+};
+
+HostFacts gather_host_facts(const CheckOptions& opts);
+// Pure: the findings for a set of facts.
+std::vector<Finding> evaluate(const HostFacts& facts);
+CheckReport run_check(const CheckOptions& opts);
+
+}  // namespace gpuwhy::discover

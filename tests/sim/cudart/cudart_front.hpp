@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by the files of the simulated libcudart. None of them is exported, and no
+// exported function calls another one: a uprobe on cudaMemcpy must fire once per cudaMemcpy,
+// never again because cudaMemcpy_ptds happened to be implemented through it.
+#pragma once
+
+#include <cstdint>
+
+#include "device/device.hpp"
+#include "gwsim/cudart.h"
+
+namespace gwsim::cudart {
+
+// Maps a model outcome to the cudaError_t NVIDIA returns, remembering failures for
+// cudaGetLastError like the real runtime's per-thread error state.
+cudaError_t result(Status st);
+// Same for an error the front detects itself (a bad cudaMemcpyKind, a bad pitch).
+cudaError_t fail(cudaError_t err);
+// Reads (and with `reset`, clears) the calling thread's last error.
+cudaError_t last_error(bool reset);
+
+inline uint64_t handle(const void* p) { return reinterpret_cast<uint64_t>(p); }
+inline Dims dims(dim3 d) { return Dims{d.x, d.y, d.z}; }
+
+}  // namespace gwsim::cudart

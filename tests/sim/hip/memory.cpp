@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// HIP allocation and release (hipFree and hipHostFree synchronise the device first).
+#include "hip/hip_front.hpp"
+
+using gwsim::Device;
+using gwsim::MemKind;
+using gwsim::Status;
+using namespace gwsim::hip;
+
+extern "C" {
+
+hipError_t hipMalloc(void** ptr, size_t size) {
+  GWSIM_ENTER();
+  if (ptr == nullptr) return fail(hipErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
+hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
+  GWSIM_ENTER();
+  (void)flags;
+  if (ptr == nullptr) return fail(hipErrorInvalidValue);
+  return result(Device::get().alloc_host(gw_api, size, MemKind::kPinnedHost, ptr));
+}
+
+hipError_t hipMallocManaged(void** dev_ptr, size_t size, unsigned int flags) {
+  GWSIM_ENTER();
+  constexpr unsigned kAttachGlobal = 1, kAttachHost = 2;
+  if (dev_ptr == nullptr || (flags != kAttachGlobal && flags != kAttachHost)) {
+    return fail(hipErrorInvalidValue);
+  }
+  return result(Device::get().alloc_host(gw_api, size, MemKind::kManaged, dev_ptr));
+}
+
+hipError_t hipFree(void* ptr) {
+  GWSIM_ENTER();
+  return result(Device::get().free_device(gw_api, handle(ptr)));
+}
+
+hipError_t hipHostFree(void* ptr) {
+  GWSIM_ENTER();
+  return result(Device::get().free_host(gw_api, handle(ptr)));
+}
+
+}  // extern "C"

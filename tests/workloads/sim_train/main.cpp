@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// sim_train: the bundled sample workload and the scenario suite, linked against the simulated
+// runtime. A training loop (trainer.hpp) on one or more dispatch threads, with exactly one root
+// cause planted per scenario (settings.hpp). Ends with one JSON summary line on stdout:
+//   {"workload":"sim_train","scenario":..,"pid":..,"rank":..,"trainer_tids":[..],"steps":..,
+//    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
+//    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
+//    "ckpt_writer_tid":..,"ckpt_holds":..}
+// Run with --help for the options.
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/json.hpp"
+#include "common/startup.hpp"
+#include "gwsim/gwsim.h"
+#include "sim_train/co_runners.hpp"
+#include "sim_train/kernels.hpp"
+#include "sim_train/ranks.hpp"
+#include "sim_train/trainer.hpp"
+
+namespace {
+
+double per_second(uint64_t count, uint64_t ns) { return ns ? count * 1e9 / ns : 0; }
+
+void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::Trainer>>& ts,
+                   pid_t hog_pid, const gw::CkptWriter* ckpt) {
+  std::vector<uint64_t> tids;
+  uint64_t steps = 0, launches = 0, start = ~0ull, end = 0;
+  for (const auto& t : ts) {
+    const gw::TrainerStats& st = t->stats();
+    tids.push_back(static_cast<uint64_t>(st.tid));
+    steps += st.steps;
+    launches += st.launches;
+    start = std::min(start, st.start_ns);
+    end = std::max(end, st.end_ns);
+  }
+  // The halves of the first dispatch thread's run: launch-drop's planted change of rate.
+  const gw::TrainerStats& t0 = ts.front()->stats();
+  const uint64_t half = t0.halfway_ns ? t0.halfway_ns : t0.end_ns;
+  gw::print_line(
+      gw::Json()
+          .str("workload", "sim_train")
+          .str("scenario", gw::scenario_name(s.scenario))
+          .num("pid", getpid())
+          .num("rank", s.rank)
+          .num("threads", s.threads)
+          .nums("trainer_tids", tids)
+          .num("steps", steps)
+          .num("launches", launches)
+          .num("elapsed_ns", end - start)
+          .real("steps_per_s", per_second(steps, end - start))
+          .real("launches_per_s_first_half", per_second(t0.halfway_launches, half - t0.start_ns))
+          .real("launches_per_s_second_half",
+                per_second(t0.launches - t0.halfway_launches, t0.end_ns - half))
+          .num("gpu_busy_ns", gwsim_gpu_busy_ns())
+          .num("kernels", gwsim_kernels_executed())
+          .num("hog_pid", hog_pid)
+          .num("ckpt_writer_tid", ckpt ? ckpt->tid() : 0)
+          .num("ckpt_holds", ckpt ? ckpt->holds() : 0));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const gw::Args args = gw::make_args(argc, argv);
+  const gw::Settings s = gw::parse_settings(args);
+  gw::wait_for_start(args, 0);
+  if (s.scenario == gw::Scenario::kStraggler && s.rank < 0) {
+    return gw::run_launcher(s, argc, argv);
+  }
+
+  gw::register_kernels(s.kernel_scale);
+  gw::Shared shared(s);
+  gw::Hog hog;
+  pid_t hog_pid = 0;
+  if (s.scenario == gw::Scenario::kContention) {
+    hog.start(s.cpu, s.hog_threads);
+    hog_pid = hog.pid();
+  } else if (s.scenario == gw::Scenario::kLaunchDrop) {
+    shared.on_halfway = [&] {
+      hog.start(s.cpu, s.hog_threads);
+      hog_pid = hog.pid();
+    };
+  }
+  std::unique_ptr<gw::CkptWriter> ckpt;
+  if (s.scenario == gw::Scenario::kLock) {
+    ckpt =
+        std::make_unique<gw::CkptWriter>(shared.dispatch_mutex, s.ckpt_hold_ns, s.ckpt_period_ns);
+  }
+  if (s.scenario == gw::Scenario::kStraggler) shared.comm = gw::join_ranks(s);
+
+  std::vector<std::unique_ptr<gw::Trainer>> trainers;
+  for (int i = 0; i < s.threads; ++i) trainers.push_back(std::make_unique<gw::Trainer>(shared, i));
+  std::vector<std::thread> threads;
+  for (auto& t : trainers) threads.emplace_back([&t] { t->run(); });
+  for (auto& t : threads) t.join();
+
+  hog.stop();
+  if (shared.comm != nullptr) gw::check_nccl(ncclCommDestroy(shared.comm), "ncclCommDestroy");
+  print_summary(s, trainers, hog_pid, ckpt.get());
+  ckpt.reset();
+  return 0;
+}

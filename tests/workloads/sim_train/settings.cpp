@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim_train/settings.hpp"
+
+#include <thread>
+
+namespace gw {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+struct Named {
+  const char* name;
+  Scenario scenario;
+};
+
+constexpr Named kScenarios[] = {
+    {"clean", Scenario::kClean},
+    {"contention", Scenario::kContention},
+    {"lock", Scenario::kLock},
+    {"hidden-sync", Scenario::kHiddenSync},
+    {"transfer", Scenario::kTransfer},
+    {"alloc-churn", Scenario::kAllocChurn},
+    {"launch-drop", Scenario::kLaunchDrop},
+    {"straggler", Scenario::kStraggler},
+};
+
+constexpr const char* kUsage =
+    "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler]\n"
+    "  [--steps N (200) | --seconds S] [--threads N (1)] [--wait-file PATH]\n"
+    "  step shape: [--prep-us N (500)] [--overhead-us N (10)] [--optimizer-us N (150)]\n"
+    "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
+    "  contention, launch-drop: [--cpu N (0)] [--hog-threads N (1; launch-drop 6)]\n"
+    "  transfer: [--transfer-mib N (32)]   alloc-churn: [--alloc-buffers N (4)] [--alloc-mib N "
+    "(8)]\n"
+    "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"
+    "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
+    "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
+    "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
+
+}  // namespace
+
+const char* scenario_name(Scenario s) {
+  for (const auto& n : kScenarios) {
+    if (n.scenario == s) return n.name;
+  }
+  return "?";
+}
+
+Args make_args(int argc, char** argv) {
+  return Args(argc, argv,
+              {"scenario",      "steps",        "seconds",        "threads",      "wait-file",
+               "prep-us",       "overhead-us",  "optimizer-us",   "kernel-scale", "batch-mib",
+               "loss-every",    "cpu",          "hog-threads",    "transfer-mib", "alloc-buffers",
+               "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
+               "straggle-rank", "straggle-ms",  "rank",           "nccl-id"},
+              {}, kUsage);
+}
+
+Settings parse_settings(const Args& args) {
+  Settings s;
+  const std::string name = args.str("scenario", "clean");
+  bool known = false;
+  for (const auto& n : kScenarios) {
+    if (name == n.name) {
+      s.scenario = n.scenario;
+      known = true;
+    }
+  }
+  if (!known) args.fail("unknown scenario '" + name + "'");
+
+  s.steps = args.u64("steps", s.steps);
+  s.seconds = args.f64("seconds", 0);
+  if (args.has("steps") && args.has("seconds")) args.fail("give --steps or --seconds, not both");
+  if (s.steps == 0 && s.seconds == 0) args.fail("nothing to run: --steps 0");
+  s.threads = static_cast<int>(args.u64("threads", 1));
+  if (s.threads < 1 || s.threads > 16) args.fail("--threads must be 1..16");
+
+  s.cpu = static_cast<int>(args.u64("cpu", 0));
+  if (s.cpu >= static_cast<int>(std::thread::hardware_concurrency())) {
+    args.fail("--cpu is not an online CPU");
+  }
+  // launch-drop must lose more than half its launch rate even on a busy CI machine: with h hog
+  // threads and b other runnable threads on the CPU, the rate falls to about (1+b)/(1+h+b), so
+  // h = 6 keeps the drop above half up to b = 3. Plain contention only has to show preemption.
+  s.hog_threads =
+      static_cast<int>(args.u64("hog-threads", s.scenario == Scenario::kLaunchDrop ? 6 : 1));
+  if (s.hog_threads < 1) args.fail("--hog-threads must be at least 1");
+
+  s.prep_ns = args.u64("prep-us", s.prep_ns / 1000) * 1000;
+  s.op_overhead_ns = args.u64("overhead-us", s.op_overhead_ns / 1000) * 1000;
+  s.optimizer_ns = args.u64("optimizer-us", s.optimizer_ns / 1000) * 1000;
+  s.kernel_scale = args.f64("kernel-scale", s.kernel_scale);
+  s.batch_bytes = args.u64("batch-mib", s.batch_bytes / kMiB) * kMiB;
+  s.loss_every = args.u64("loss-every", s.loss_every);
+  if (s.loss_every == 0) args.fail("--loss-every must be at least 1");
+  s.transfer_bytes = args.u64("transfer-mib", s.transfer_bytes / kMiB) * kMiB;
+  s.alloc_buffers = args.u64("alloc-buffers", s.alloc_buffers);
+  s.alloc_bytes = args.u64("alloc-mib", s.alloc_bytes / kMiB) * kMiB;
+  s.ckpt_hold_ns = args.u64("ckpt-hold-ms", s.ckpt_hold_ns / 1'000'000) * 1'000'000;
+  s.ckpt_period_ns = args.u64("ckpt-period-ms", s.ckpt_period_ns / 1'000'000) * 1'000'000;
+  if (s.ckpt_period_ns <= s.ckpt_hold_ns) args.fail("--ckpt-period-ms must exceed the hold");
+
+  s.ranks = static_cast<int>(args.u64("ranks", 2));
+  if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");
+  s.grad_bytes = args.u64("grad-mib", s.grad_bytes / kMiB) * kMiB;
+  s.straggle_ms = args.u64("straggle-ms", s.straggle_ms);
+  s.straggle_rank = static_cast<int>(args.i64("straggle-rank", s.ranks - 1));
+  s.rank = static_cast<int>(args.i64("rank", -1));
+  s.nccl_id = args.str("nccl-id", "");
+  if (s.scenario == Scenario::kStraggler) {
+    if (s.seconds > 0) args.fail("straggler needs --steps: every rank must run the same steps");
+    if (s.threads != 1) args.fail("straggler runs one dispatch thread per rank");
+    if (s.rank >= s.ranks) args.fail("--rank must be below --ranks");
+    if (s.rank >= 0 && s.nccl_id.empty()) args.fail("--rank needs --nccl-id");
+  } else if (s.rank >= 0) {
+    args.fail("--rank is only for the straggler scenario");
+  }
+  return s;
+}
+
+}  // namespace gw

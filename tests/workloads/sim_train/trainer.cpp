@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim_train/trainer.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/proc.hpp"
+#include "gwsim/clock.hpp"
+
+namespace gw {
+
+void check(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "sim_train: %s failed: %s (%d)\n", what, cudaGetErrorString(err), err);
+  std::exit(1);
+}
+
+void check_nccl(ncclResult_t err, const char* what) {
+  if (err == ncclSuccess) return;
+  std::fprintf(stderr, "sim_train: %s failed: %s (%d)\n", what, ncclGetErrorString(err), err);
+  std::exit(1);
+}
+
+Trainer::Trainer(Shared& shared, int index) : shared_(shared), s_(shared.settings), index_(index) {}
+
+void Trainer::run() {
+  name_this_thread(index_ == 0 ? "trainer" : "trainer-" + std::to_string(index_));
+  stats_.tid = gettid();
+  const Scenario sc = s_.scenario;
+  if (sc == Scenario::kContention || sc == Scenario::kLaunchDrop) pin_this_thread(s_.cpu);
+  setup();
+  stats_.start_ns = gwsim::now_ns();
+  const uint64_t deadline = stats_.start_ns + static_cast<uint64_t>(s_.seconds * 1e9);
+  for (uint64_t i = 0; s_.seconds > 0 ? gwsim::now_ns() < deadline : i < s_.steps; ++i) {
+    if (stats_.halfway_ns == 0 && halfway(i)) {
+      stats_.halfway_ns = gwsim::now_ns();
+      stats_.halfway_launches = stats_.launches;
+      if (index_ == 0 && shared_.on_halfway) shared_.on_halfway();
+    }
+    step(i);
+    ++stats_.steps;
+  }
+  stats_.end_ns = gwsim::now_ns();
+  teardown();
+}
+
+bool Trainer::halfway(uint64_t i) const {
+  if (s_.seconds > 0) return gwsim::now_ns() >= stats_.start_ns + s_.seconds * 0.5e9;
+  return i >= s_.steps / 2;
+}
+
+void Trainer::setup() {
+  check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+  const bool transfer = s_.scenario == Scenario::kTransfer;
+  check(cudaMalloc(&d_batch_, transfer ? s_.transfer_bytes : s_.batch_bytes), "cudaMalloc batch");
+  check(cudaMalloc(&d_loss_, sizeof(float)), "cudaMalloc loss");
+  check(cudaMallocHost(&h_batch_, s_.batch_bytes), "cudaMallocHost batch");
+  check(cudaMallocHost(&h_loss_, sizeof(float)), "cudaMallocHost loss");
+  if (transfer) h_pageable_.assign(s_.transfer_bytes, 1);  // touched: really resident
+  if (s_.scenario == Scenario::kStraggler) {
+    check(cudaMalloc(&d_grads_, s_.grad_bytes), "cudaMalloc grads");
+  }
+  temps_.assign(s_.alloc_buffers, nullptr);
+  gwsim::burn_cpu_ns(1);  // calibrates the CPU-burn loop now, not inside the first step
+}
+
+void Trainer::teardown() {
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaFree(d_batch_), "cudaFree batch");
+  check(cudaFree(d_loss_), "cudaFree loss");
+  if (d_grads_ != nullptr) check(cudaFree(d_grads_), "cudaFree grads");
+  check(cudaFreeHost(h_batch_), "cudaFreeHost batch");
+  check(cudaFreeHost(h_loss_), "cudaFreeHost loss");
+  check(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+}
+
+void Trainer::upload_batch() {
+  if (s_.scenario == Scenario::kTransfer) {
+    // pin_memory=False: the runtime stages every byte through the CPU, then waits for the DMA.
+    check(cudaMemcpy(d_batch_, h_pageable_.data(), s_.transfer_bytes, cudaMemcpyHostToDevice),
+          "cudaMemcpy batch");
+  } else {
+    check(cudaMemcpyAsync(d_batch_, h_batch_, s_.batch_bytes, cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync batch");
+  }
+}
+
+void Trainer::launch_batch(std::span<const Kernel> kernels) {
+  std::unique_lock<std::mutex> lock;
+  if (s_.scenario == Scenario::kLock) lock = std::unique_lock(shared_.dispatch_mutex);
+  const dim3 grid{1024, 1, 1}, block{256, 1, 1};
+  void* params[] = {&d_batch_};
+  for (const Kernel& k : kernels) {
+    gwsim::burn_cpu_ns(s_.op_overhead_ns);  // the framework's own work for this op
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(k.fn), grid, block, params, 0, stream_),
+          k.name);
+    ++stats_.launches;
+  }
+}
+
+void Trainer::step(uint64_t i) {
+  const Scenario sc = s_.scenario;
+  upload_batch();
+  if (sc == Scenario::kAllocChurn) {
+    for (void*& t : temps_) check(cudaMalloc(&t, s_.alloc_bytes), "cudaMalloc temporary");
+  }
+  launch_batch(forward_kernels());
+  if (sc == Scenario::kHiddenSync) {
+    float loss = 0;  // loss.item(): a blocking 4-byte download in the middle of the step
+    check(cudaMemcpy(&loss, d_loss_, sizeof loss, cudaMemcpyDeviceToHost), "cudaMemcpy loss");
+  }
+  launch_batch(backward_kernels());
+  if (sc == Scenario::kHiddenSync) {
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (grad check)");
+  }
+  if (sc == Scenario::kAllocChurn) {
+    for (void*& t : temps_) check(cudaFree(t), "cudaFree temporary");
+  }
+  if (sc == Scenario::kStraggler) {
+    check_nccl(ncclAllReduce(d_grads_, d_grads_, s_.grad_bytes / sizeof(float), ncclFloat32,
+                             ncclSum, shared_.comm, stream_),
+               "ncclAllReduce");
+  }
+  gwsim::burn_cpu_ns(s_.optimizer_ns);
+  launch_batch(optimizer_kernels());
+  if (i % s_.loss_every == 0) {
+    check(cudaMemcpyAsync(h_loss_, d_loss_, sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync loss");
+  }
+  gwsim::burn_cpu_ns(s_.prep_ns);  // collate the next batch while the GPU works
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+}  // namespace gw

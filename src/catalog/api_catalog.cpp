@@ -117,11 +117,11 @@ const ApiInfo kCatalog[] = {
     {124, "cuMemcpyDtoHAsync_v2_ptsz", Fam::CudaDriver, C::Copy, DRV_COPY_ASYNC, -1, kD2H},
     {125, "cuMemcpyDtoDAsync_v2_ptsz", Fam::CudaDriver, C::Copy, DRV_COPY_ASYNC, -1, kD2D},
     {130, "cuMemAlloc_v2", Fam::CudaDriver, C::Alloc, ALLOC, 0},
-    {131, "cuMemAlloc", Fam::CudaDriver, C::Alloc, ALLOC, 0},
+    {131, "cuMemAlloc", Fam::CudaDriver, C::Alloc, ALLOC, 0, {}, 3},
     {132, "cuMemFree_v2", Fam::CudaDriver, C::Free, FREE},
     {133, "cuMemFree", Fam::CudaDriver, C::Free, FREE},
     {134, "cuMemAllocHost_v2", Fam::CudaDriver, C::Alloc, ALLOC, 0},
-    {135, "cuMemAllocHost", Fam::CudaDriver, C::Alloc, ALLOC, 0},
+    {135, "cuMemAllocHost", Fam::CudaDriver, C::Alloc, ALLOC, 0, {}, 1},
     {140, "cuCtxSynchronize", Fam::CudaDriver, C::Sync, NONE},
     {141, "cuStreamSynchronize", Fam::CudaDriver, C::Sync, ON_STREAM},
     {142, "cuStreamSynchronize_ptsz", Fam::CudaDriver, C::Sync, ON_STREAM},
@@ -323,6 +323,8 @@ ApiCallFields decode_api_args(const ApiInfo& api, const uint64_t (&args)[8], uin
   if (has_count) f.bytes = count * nccl_dtype_size(dtype);
   if (api.fixed_dir) f.op = static_cast<int32_t>(*api.fixed_dir);
   if (api.out_reg >= 0) f.addr = out;  // the allocated pointer, or the communicator created
+  if (api.narrow32 & 1) f.bytes &= 0xffffffffu;
+  if (api.narrow32 & 2) f.addr &= 0xffffffffu;
   return f;
 }
 

@@ -78,6 +78,9 @@ struct ApiInfo {
   ArgUse args[8];              // slot i of gw_api_call.args
   int8_t out_reg = -1;         // out-pointer register read at return (allocations, comm init)
   std::optional<CopyDir> fixed_dir{};  // driver copies name their direction
+  // Legacy driver entry points with 32-bit values: bit 1 = the size argument, bit 2 = the value
+  // behind the out-pointer (CUdeviceptr_v1). Their upper halves are not part of the value.
+  uint8_t narrow32 = 0;
 };
 
 std::span<const ApiInfo> api_catalog();

@@ -2,11 +2,13 @@
 // lib_copy: the "runtime appears at a path never seen before" case. Copies the simulated
 // libcudart.so.13 into a fresh directory under /tmp (a new inode at a new path), prints
 //   {"copy":"/tmp/gwsim-libcopy-XXXXXX/libcudart.so.13","pid":..}
-// waits --delay-ms, dlopen()s the copy, makes a few distinctive calls printed as in the *_calls
+// waits --delay-ms, dlopen()s the copy, waits --call-delay-ms (as a framework does between
+// importing a runtime and its first call), makes a few distinctive calls printed as in the *_calls
 // workloads (cudaMalloc size 777777, cudaMemcpy H2D of 4242 bytes, cudaFree), lingers
 // --linger-ms, and removes the copy unless --keep.
 //
-// usage: lib_copy [--delay-ms N (1000)] [--linger-ms N (0)] [--lib PATH] [--keep]
+// usage: lib_copy [--delay-ms N (1000)] [--call-delay-ms N (0)] [--linger-ms N (0)] [--lib PATH]
+//                 [--keep]
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -24,8 +26,9 @@
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
-  const gw::Args args(argc, argv, {"delay-ms", "linger-ms", "lib"}, {"keep"},
-                      "[--delay-ms N (1000)] [--linger-ms N (0)] [--lib PATH] [--keep]");
+  const gw::Args args(argc, argv, {"delay-ms", "call-delay-ms", "linger-ms", "lib"}, {"keep"},
+                      "[--delay-ms N (1000)] [--call-delay-ms N (0)] [--linger-ms N (0)] "
+                      "[--lib PATH] [--keep]");
   const fs::path source = args.str("lib", GW_SIM_DIR "/libcudart.so.13");
   if (!fs::exists(source)) args.fail("no library at " + source.string());
 
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     const auto memcpy_fn = lib.get<decltype(&cudaMemcpy)>("cudaMemcpy");
     const auto free_fn = lib.get<decltype(&cudaFree)>("cudaFree");
     if (!malloc_fn || !memcpy_fn || !free_fn) return 1;
+    gwsim::sleep_ns(args.u64("call-delay-ms", 0) * 1'000'000);
 
     void* dev = nullptr;
     gw::Call alloc("cudaMalloc");

@@ -64,7 +64,8 @@ TEST(Decode, LaunchGridFromRegistersAndFromConfigStruct) {
   EXPECT_EQ(f.addr, 0xf00u);
 
   const ApiInfo* ex = find_api("cuLaunchKernelEx");
-  uint64_t cfg[8] = {0xf01, (5ull << 32) | 7, (64ull << 32) | 1, (1ull << 32) | 2, 0, 0x66, 0, 0};
+  // Slots: func, grid x|y, grid z|block x, block y|z, stream (see CFG_LAUNCH).
+  uint64_t cfg[8] = {0xf01, (5ull << 32) | 7, (64ull << 32) | 1, (1ull << 32) | 2, 0x66, 0, 0, 0};
   f = decode_api_args(*ex, cfg, 0);
   EXPECT_EQ(f.blocks, 35u);
   EXPECT_EQ(f.threads_per_block, 64u * 2);
@@ -80,7 +81,7 @@ TEST(Decode, LaunchGridFromRegistersAndFromConfigStruct) {
 
 TEST(Decode, AllocationsReportThePointerReadAtReturn) {
   const ApiInfo* api = find_api("cudaMalloc");
-  uint64_t args[8] = {0x7ffd0000, 4096, 0, 0, 0, 0, 0, 0};
+  uint64_t args[8] = {4096, 0, 0, 0, 0, 0, 0, 0};  // slot 0 holds the size (register 1)
   ApiCallFields f = decode_api_args(*api, args, 0x7f0000001000);
   EXPECT_EQ(f.bytes, 4096u);
   EXPECT_EQ(f.addr, 0x7f0000001000u);

@@ -57,8 +57,10 @@ int run_launcher(const Settings& s, int argc, char** argv) {
     std::vector<std::string> argv_r{self_exe()};
     for (int i = 1; i < argc; ++i) argv_r.emplace_back(argv[i]);
     argv_r.insert(argv_r.end(), {"--rank", std::to_string(r), "--nccl-id", hex});
-    std::vector<std::string> env{"GWSIM_STRAGGLE_RANK=" + straggle_rank,
-                                 "GWSIM_STRAGGLE_MS=" + straggle_ms, "GW_START_DELAY_MS=0"};
+    std::vector<std::string> env{"GW_START_DELAY_MS=0"};
+    if (env_rank != nullptr)  // the caller asked for the delay inside the simulated collective
+      env.insert(env.end(), {"GWSIM_STRAGGLE_RANK=" + straggle_rank,
+                             "GWSIM_STRAGGLE_MS=" + straggle_ms});
     if (truth != nullptr)
       env.push_back("GWSIM_TRUTH=" + std::string(truth) + ".rank" + std::to_string(r));
     pids.push_back(spawn(argv_r, environment_with(env)));

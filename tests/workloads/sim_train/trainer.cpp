@@ -120,6 +120,11 @@ void Trainer::step(uint64_t i) {
     for (void*& t : temps_) check(cudaFree(t), "cudaFree temporary");
   }
   if (sc == Scenario::kStraggler) {
+    // The straggling rank arrives late: slow host-side work (input pipeline, preprocessing) before
+    // the collective, so the other ranks wait inside theirs. (GWSIM_STRAGGLE_* set by the caller
+    // instead delays inside the simulated ncclAllReduce itself.)
+    if (s_.rank == s_.straggle_rank && std::getenv("GWSIM_STRAGGLE_RANK") == nullptr)
+      gwsim::burn_cpu_ns(s_.straggle_ms * 1'000'000);
     check_nccl(ncclAllReduce(d_grads_, d_grads_, s_.grad_bytes / sizeof(float), ncclFloat32,
                              ncclSum, shared_.comm, stream_),
                "ncclAllReduce");

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scenario suite: each workload on the simulated GPU runtime plants one root cause; the real
+// agent traces it with real eBPF; explain's top chain must name that cause, the right process
+// and thread, and for contention and locks the culprit. The clean baseline has no HIGH chain.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+
+namespace gpuwhy::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Scenario {
+  std::string name;
+  std::vector<std::string> args;  // extra sim_train arguments
+  std::string kind;               // expected top chain kind; empty: the clean baseline
+};
+
+void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+
+class Scenarios : public ::testing::TestWithParam<Scenario> {
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+// The last line of the workload's stdout that parses as its JSON summary.
+json summary_of(const std::string& out) {
+  json last;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(start, end - start);
+    if (!line.empty() && line[0] == '{') {
+      json j = json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.contains("workload") && !j.contains("rank_done")) last = j;
+    }
+    start = end + 1;
+  }
+  return last;
+}
+
+TEST_P(Scenarios, TopChainNamesThePlantedCause) {
+  const Scenario& sc = GetParam();
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  Agent agent(db, {"--no-host-libs"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  std::vector<std::string> argv = {workload("sim_train"), "--scenario", sc.name};
+  argv.insert(argv.end(), sc.args.begin(), sc.args.end());
+  // The process loads the runtime, waits, then starts: the probes reach it before step one.
+  RunResult w = run(argv, {{"GW_START_DELAY_MS", "300"}});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+
+  const json wl = summary_of(w.out);
+  ASSERT_FALSE(wl.is_null()) << w.out;
+  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const json report = json::parse(ex.out);
+  RunResult text = run({gpuwhy_binary(), "explain", "--db", db});
+  SCOPED_TRACE("explain said:\n" + text.out + "\nworkload: " + w.out.substr(0, 600));
+
+  const json& chains = report["chains"];
+  if (sc.kind.empty()) {
+    for (const json& c : chains) EXPECT_NE(c["severity"], "HIGH") << c["summary"];
+    return;
+  }
+  ASSERT_FALSE(chains.empty());
+  const json& top = chains[0];
+  EXPECT_EQ(top["kind"], sc.kind);
+  if (sc.name == "straggler") {
+    // The victim is any rank; the culprit is the straggling rank's process.
+    const json& ranks = wl["rank_pids"];
+    const int straggler = ranks[wl["straggle_rank"].get<int>()].get<int>();
+    ASSERT_TRUE(top.contains("culprit"));
+    EXPECT_EQ(top["culprit"]["pid"].get<int>(), straggler);
+    return;
+  }
+  EXPECT_EQ(top["process"]["pid"].get<int>(), wl["pid"].get<int>());
+  const auto& tids = wl["trainer_tids"];
+  EXPECT_NE(std::find(tids.begin(), tids.end(), top["thread"]["tid"]), tids.end())
+      << "the dispatch thread";
+  if (sc.name == "contention") {
+    ASSERT_TRUE(top.contains("culprit"));
+    EXPECT_EQ(top["culprit"]["pid"].get<int>(), wl["hog_pid"].get<int>());
+    EXPECT_EQ(top["culprit"]["comm"], "cpu_hog");
+  }
+  if (sc.name == "lock") {
+    ASSERT_TRUE(top.contains("culprit"));
+    EXPECT_EQ(top["culprit"]["tid"].get<int>(), wl["ckpt_writer_tid"].get<int>());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Planted, Scenarios,
+    ::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},
+                      Scenario{"contention", {"--steps", "150"}, "cpu_contention"},
+                      Scenario{"lock", {"--steps", "150"}, "lock_wait"},
+                      Scenario{"hidden-sync", {"--steps", "150"}, "hidden_sync"},
+                      Scenario{"transfer", {"--steps", "40"}, "transfer_bound"},
+                      Scenario{"alloc-churn", {"--steps", "100"}, "alloc_churn"},
+                      Scenario{"launch-drop", {"--steps", "300"}, "rate_drop"},
+                      Scenario{"straggler", {"--steps", "60"}, "nccl_straggler"}),
+    [](const ::testing::TestParamInfo<Scenario>& info) {
+      std::string n = info.param.name;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
+
+}  // namespace
+}  // namespace gpuwhy::testing

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- gpuwhy trace file, schema version 1 (PRAGMA user_version = 1).
 -- Timestamps (ts, *_ns) are wall-clock nanoseconds since the Unix epoch; durations are ns.
 -- A process is identified by (pid, start_ns): event rows carry pid and tid and fall inside the

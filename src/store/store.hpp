@@ -55,7 +55,8 @@ class TraceWriter {
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
 
   // Replaces the stored loss and per-source counts (called periodically and at the end). The
-  // store adds its own ("store", "write_error") count: events of batches that failed to commit.
+  // store knows the events of batches that failed to commit: ("store", "write_error") is at least
+  // that many, whether or not the caller passes it.
   Status set_counts(std::span<const LossCount> losses,
                     std::span<const std::pair<std::string, uint64_t>> event_counts);
 
@@ -97,7 +98,7 @@ class TraceFile {
   int schema_version() const { return schema_version_; }
   // 'complete', or 'recording' (still being written, or the agent was killed: see is_live()).
   const std::string& status() const { return status_; }
-  bool is_live() const { return live_; }  // another process holds the writer lock now
+  bool is_live() const { return live_; }          // another process holds the writer lock now
   int writer_pid() const { return writer_pid_; }  // when live; -1 if it has not said
   const SessionState& session() const { return session_; }
 

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: Apache-2.0
+// TraceWriter: creates the trace file and appends batches to it. Ingest speed comes from one
+// transaction per batch, cached (multi-row) statements, no indexes until finish(), and WAL with
+// synchronous=NORMAL: a commit appends to the WAL without fsync, and a SIGKILLed agent still
+// leaves every committed batch readable (only a power loss can drop the last few).
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+
+#include "core/clock.hpp"
+#include "gpuwhy/abi/events.h"
+#include "store/embedded_sql.hpp"
+#include "store/event_tables.hpp"
+#include "store/lookup_tables.hpp"
+#include "store/sqlite_util.hpp"
+#include "store/store.hpp"
+#include "store/writer_lock.hpp"
+
+namespace gpuwhy::store {
+namespace {
+
+// Built after recording so that ingest does not pay for them; these serve the per-thread time
+// joins of the shipped views (v_call_offcpu) and of explain.
+constexpr const char* kAnalysisIndexes =
+    "CREATE INDEX IF NOT EXISTS api_calls_tid_ts ON api_calls(tid, ts);"
+    "CREATE INDEX IF NOT EXISTS offcpu_tid_ts ON offcpu(tid, ts);"
+    "CREATE INDEX IF NOT EXISTS syscalls_tid_ts ON syscalls(tid, ts);"
+    "CREATE INDEX IF NOT EXISTS block_io_tid_ts ON block_io(tid, ts);"
+    "CREATE INDEX IF NOT EXISTS reclaim_tid_ts ON reclaim(tid, ts);";
+
+// The SQLite files that belong to a database path, moved and removed together: a -wal left next
+// to a different database would be replayed into it.
+constexpr const char* kSuffixes[] = {"", "-wal", "-shm", "-journal"};
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return lstat(p.c_str(), &st) == 0;
+}
+
+// A previous trace at `path` becomes `path.old`; stale side files of a missing one are removed.
+Status make_room(const std::string& path) {
+  const std::string old = path + ".old";
+  if (exists(path)) {
+    for (const char* sfx : kSuffixes) {
+      if (unlink((old + sfx).c_str()) != 0 && errno != ENOENT)
+        return errno_error("cannot remove " + old + sfx, errno, "remove it and try again");
+    }
+    for (const char* sfx : kSuffixes) {
+      if (rename((path + sfx).c_str(), (old + sfx).c_str()) != 0 && errno != ENOENT)
+        return errno_error("cannot move the previous trace " + path + sfx + " to " + old + sfx,
+                           errno, "choose another --out");
+    }
+    return {};
+  }
+  for (const char* sfx : kSuffixes) {
+    if (*sfx && unlink((path + sfx).c_str()) != 0 && errno != ENOENT)
+      return errno_error("cannot remove the stale " + path + sfx, errno, "remove it by hand");
+  }
+  return {};
+}
+
+std::string_view schema_sql() {
+  for (const EmbeddedSql& f : embedded_sql())
+    if (f.name == "schema.sql") return f.text;
+  return {};
+}
+
+}  // namespace
+
+struct TraceWriter::Impl {
+  ~Impl() {
+    // Statements first: SQLite closes a connection only once they are finalized.
+    tables.reset();
+    strings.reset();
+    for (Stmt* st : {&begin, &commit, &rollback, &session_commit, &lib_insert, &lib_id, &lib_probe,
+                     &lib_counts, &proc_upsert, &thread_update, &thread_insert, &loss_clear,
+                     &loss_insert, &count_clear, &count_insert})
+      *st = Stmt();
+    sqlite3_close_v2(db);
+  }
+
+  std::optional<WriterLock> lock;  // destroyed last: the file stays ours until it is closed
+  sqlite3* db = nullptr;
+  std::optional<EventTables> tables;
+  std::optional<Interner> strings;
+  Stmt begin, commit, rollback, session_commit;
+  // Metadata statements, prepared on first use.
+  Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, thread_update, thread_insert;
+  Stmt loss_clear, loss_insert, count_clear, count_insert;
+  uint64_t failed_events = 0;  // events of batches that could not be committed
+  bool finished = false;
+};
+
+TraceWriter::TraceWriter(std::string path, std::unique_ptr<Impl> impl)
+    : path_(std::move(path)), impl_(std::move(impl)) {}
+TraceWriter::~TraceWriter() = default;
+
+Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
+                                                         const SessionInfo& s) {
+  auto impl = std::make_unique<Impl>();
+  auto lock = WriterLock::acquire(path);
+  if (!lock) return lock.error();
+  impl->lock.emplace(std::move(lock.value()));
+  if (auto st = make_room(path); !st) return st.error();
+
+  if (sqlite3_open_v2(path.c_str(), &impl->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK)
+    return Error{"cannot create the trace file " + path + ": " + sqlite3_errmsg(impl->db),
+                 "check that the directory exists and is writable"};
+  sqlite3* db = impl->db;
+  sqlite3_extended_result_codes(db, 1);
+
+  // page_size must precede the first write. WAL must be confirmed: on a filesystem without
+  // shared memory support SQLite silently keeps the rollback journal.
+  if (auto st =
+          exec(db, "PRAGMA page_size=4096; PRAGMA synchronous=NORMAL;", "configuring " + path);
+      !st)
+    return st.error();
+  {
+    sqlite3_stmt* q = nullptr;
+    std::string mode;
+    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &q, nullptr) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+      mode = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    if (mode != "wal")
+      return Error{"cannot use write-ahead logging for " + path + " (journal mode '" + mode + "')",
+                   "write the trace to a local filesystem"};
+  }
+
+  // Schema, lookup tables, session row and user_version in ONE transaction: a file cut short here
+  // has user_version 0 and is never taken for a trace.
+  const std::string_view schema = schema_sql();
+  if (schema.empty()) return Error{"internal: schema.sql is not embedded in this build"};
+  if (auto st = exec(db, "BEGIN IMMEDIATE", "creating " + path); !st) return st.error();
+  if (auto st = exec(db, schema, "creating the schema of " + path); !st) return st.error();
+  if (auto st = fill_lookup_tables(db); !st) return st.error();
+  if (auto st = install_views(db, /*temp=*/false); !st) return st.error();
+  {
+    auto ins = Stmt::prepare(
+        db,
+        "INSERT INTO session(id, status, host, kernel, agent_version, abi_version, command_line, "
+        "pid_filter, start_ns, boot_id, mono_to_wall_ns) VALUES (1,'recording',?,?,?,?,?,?,?,?,?)",
+        "preparing the session row");
+    if (!ins) return ins.error();
+    ins->text(1, s.host);
+    ins->text(2, s.kernel);
+    ins->text(3, s.agent_version);
+    ins->i64(4, GW_ABI_VERSION);
+    ins->text(5, s.command_line);
+    ins->text_or_null(6, s.pid_filter);
+    ins->i64(7, s.start_ns);
+    ins->text_or_null(8, s.boot_id);
+    ins->i64(9, s.mono_to_wall_ns);
+    if (ins->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
+  }
+  if (auto st = exec(db, "PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT",
+                     "creating " + path);
+      !st)
+    return st.error();
+
+  auto tables = EventTables::prepare(db);
+  if (!tables) return tables.error();
+  impl->tables.emplace(std::move(tables.value()));
+  impl->strings.emplace();
+  if (auto st = impl->strings->prepare(db); !st) return st.error();
+  const std::pair<Stmt*, const char*> stmts[] = {
+      {&impl->begin, "BEGIN IMMEDIATE"},
+      {&impl->commit, "COMMIT"},
+      {&impl->rollback, "ROLLBACK"},
+      {&impl->session_commit,
+       "UPDATE session SET last_commit_ns = ?1, batches = batches + 1, "
+       "last_event_ns = max(coalesce(last_event_ns, ?2), ?2) WHERE id = 1"},
+  };
+  for (const auto& [stmt, sql] : stmts) {
+    auto p = Stmt::prepare(db, sql, "preparing the batch statements");
+    if (!p) return p.error();
+    *stmt = std::move(p.value());
+  }
+  return std::unique_ptr<TraceWriter>(new TraceWriter(path, std::move(impl)));
+}
+
+Status TraceWriter::write_batch(std::span<const Event> events) {
+  Impl& m = *impl_;
+  if (m.finished) return Error{"internal: write_batch after finish on " + path_};
+  if (events.empty()) return {};
+  int64_t last = 0;
+  for (const Event& ev : events) {
+    std::visit(
+        [&](const auto& e) {
+          int64_t end = e.ts;
+          if constexpr (requires { e.dur; }) end += e.dur;
+          last = std::max(last, end);
+        },
+        ev);
+  }
+  if (m.begin.run() != SQLITE_DONE) {
+    m.failed_events += events.size();
+    return sqlite_error(m.db, "writing " + path_ + ": cannot begin a transaction");
+  }
+  Status st = m.tables->write(events, *m.strings);
+  if (st) {
+    m.session_commit.i64(1, wall_ns());
+    m.session_commit.i64(2, last);
+    if (m.session_commit.run() != SQLITE_DONE) st = sqlite_error(m.db, "writing session");
+  }
+  if (st && m.commit.run() != SQLITE_DONE) st = sqlite_error(m.db, "committing a batch");
+  if (st) {
+    m.strings->commit();
+    return {};
+  }
+  const Error err{"writing " + path_ + ": " + st.error().what, st.error().hint};
+  m.rollback.run();
+  m.strings->rollback();
+  m.strings->clear_failure();
+  m.failed_events += events.size();
+  return err;
+}
+
+namespace {
+
+// The cached statement in `slot`, prepared on first use; nullptr after an error (in `err`).
+Stmt* cached(sqlite3* db, Stmt& slot, const char* sql, Error& err) {
+  if (!slot) {
+    auto p = Stmt::prepare(db, sql, "preparing a statement");
+    if (!p) {
+      err = p.error();
+      return nullptr;
+    }
+    slot = std::move(p.value());
+  }
+  return &slot;
+}
+
+}  // namespace
+
+Result<uint16_t> TraceWriter::add_library(const discover::LibraryFile& lib, int64_t first_seen_ns,
+                                          uint32_t seen_in_pid) {
+  Impl& m = *impl_;
+  Error err;
+  Stmt* ins = cached(m.db, m.lib_insert,
+                     "INSERT OR IGNORE INTO libraries(family, path, soname, version, build_id, "
+                     "dev, inode, first_seen_ns, seen_in_pid) VALUES (?,?,?,?,?,?,?,?,?)",
+                     err);
+  Stmt* sel = cached(m.db, m.lib_id, "SELECT id FROM libraries WHERE dev = ? AND inode = ?", err);
+  if (!ins || !sel) return err;
+  // The same file (dev, inode) seen through another path or process keeps its first row.
+  ins->text(1, family_name(lib.family));
+  ins->text(2, lib.path);
+  ins->text_or_null(3, lib.soname);
+  ins->text_or_null(4, lib.version);
+  ins->text_or_null(5, lib.build_id);
+  ins->u64(6, lib.dev);
+  ins->u64(7, lib.inode);
+  ins->i64(8, first_seen_ns);
+  ins->opt(9, seen_in_pid != 0, seen_in_pid);
+  if (ins->run() != SQLITE_DONE) return sqlite_error(m.db, "writing libraries");
+  sel->u64(1, lib.dev);
+  sel->u64(2, lib.inode);
+  int64_t id = -1;
+  if (sqlite3_step(sel->get()) == SQLITE_ROW) id = sqlite3_column_int64(sel->get(), 0);
+  sqlite3_reset(sel->get());
+  if (id < 0) return sqlite_error(m.db, "reading libraries");
+  if (id > UINT16_MAX) return Error{"too many libraries in " + path_ + " (more than 65535)"};
+  return static_cast<uint16_t>(id);
+}
+
+Status TraceWriter::add_lib_probe(uint16_t lib_id, uint16_t api_id, uint64_t offset,
+                                  uint32_t skipped_bytes, const std::string& error) {
+  Impl& m = *impl_;
+  Error err;
+  Stmt* s =
+      cached(m.db, m.lib_probe,
+             "INSERT OR REPLACE INTO lib_probes(lib_id, api_id, offset, skipped_bytes, error) "
+             "VALUES (?,?,?,?,?)",
+             err);
+  if (!s) return err;
+  s->i64(1, lib_id);
+  s->i64(2, api_id);
+  s->u64(3, offset);
+  s->i64(4, skipped_bytes);
+  s->text_or_null(5, error);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing lib_probes");
+}
+
+Status TraceWriter::set_library_probe_counts(uint16_t lib_id, uint32_t attached, uint32_t failed) {
+  Impl& m = *impl_;
+  Error err;
+  Stmt* s = cached(m.db, m.lib_counts,
+                   "UPDATE libraries SET probes_attached = ?, probes_failed = ? WHERE id = ?", err);
+  if (!s) return err;
+  s->i64(1, attached);
+  s->i64(2, failed);
+  s->i64(3, lib_id);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing libraries");
+}
+
+Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns) {
+  Impl& m = *impl_;
+  Error err;
+  // (pid, start_ns) is the identity; what /proc says later (after an exec) refreshes the rest.
+  Stmt* s = cached(
+      m.db, m.proc_upsert,
+      "INSERT INTO processes(pid, start_ns, ppid, comm, exe, cmdline, cgroup, first_seen_ns) "
+      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(pid, start_ns) DO UPDATE SET "
+      "ppid = coalesce(excluded.ppid, ppid), comm = coalesce(excluded.comm, comm), "
+      "exe = coalesce(excluded.exe, exe), cmdline = coalesce(excluded.cmdline, cmdline), "
+      "cgroup = coalesce(excluded.cgroup, cgroup), "
+      "first_seen_ns = min(first_seen_ns, excluded.first_seen_ns)",
+      err);
+  if (!s) return err;
+  s->i64(1, p.pid);
+  s->i64(2, p.start_ns);
+  s->opt(3, p.ppid != 0 || p.pid == 1, p.ppid);
+  s->text_or_null(4, p.comm);
+  s->text_or_null(5, p.exe);
+  s->text_or_null(6, p.cmdline);
+  s->text_or_null(7, p.cgroup);
+  s->i64(8, first_seen_ns);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing processes");
+}
+
+Status TraceWriter::upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm,
+                                  int64_t first_seen_ns) {
+  Impl& m = *impl_;
+  Error err;
+  // A thread that is still alive keeps its row (and first_seen_ns); a tid reused after an exit
+  // gets a new one.
+  Stmt* upd = cached(m.db, m.thread_update,
+                     "UPDATE threads SET comm = coalesce(?3, comm) WHERE rowid = (SELECT rowid "
+                     "FROM threads WHERE tid = ?2 AND pid = ?1 AND exit_ns IS NULL "
+                     "ORDER BY first_seen_ns DESC LIMIT 1)",
+                     err);
+  Stmt* ins = cached(m.db, m.thread_insert,
+                     "INSERT OR IGNORE INTO threads(pid, tid, comm, first_seen_ns) "
+                     "VALUES (?,?,?,?)",
+                     err);
+  if (!upd || !ins) return err;
+  upd->i64(1, pid);
+  upd->i64(2, tid);
+  upd->text_or_null(3, comm);
+  if (upd->run() != SQLITE_DONE) return sqlite_error(m.db, "writing threads");
+  if (sqlite3_changes(m.db) > 0) return {};
+  ins->i64(1, pid);
+  ins->i64(2, tid);
+  ins->text_or_null(3, comm);
+  ins->i64(4, first_seen_ns);
+  return ins->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing threads");
+}
+
+Status TraceWriter::set_counts(std::span<const LossCount> losses,
+                               std::span<const std::pair<std::string, uint64_t>> event_counts) {
+  Impl& m = *impl_;
+  Error err;
+  Stmt* lclear = cached(m.db, m.loss_clear, "DELETE FROM losses", err);
+  Stmt* lins = cached(m.db, m.loss_insert,
+                      "INSERT INTO losses(source, cause, count) VALUES (?,?,?) "
+                      "ON CONFLICT(source, cause) DO UPDATE SET count = count + excluded.count",
+                      err);
+  Stmt* cclear = cached(m.db, m.count_clear, "DELETE FROM event_counts", err);
+  Stmt* cins = cached(m.db, m.count_insert,
+                      "INSERT OR REPLACE INTO event_counts(source, count) VALUES (?,?)", err);
+  if (!lclear || !lins || !cclear || !cins) return err;
+  if (m.begin.run() != SQLITE_DONE) return sqlite_error(m.db, "writing losses");
+  auto put_loss = [&](std::string_view source, std::string_view cause, uint64_t n) {
+    lins->text(1, source);
+    lins->text(2, cause);
+    lins->u64(3, n);
+    return lins->run() == SQLITE_DONE;
+  };
+  bool ok = lclear->run() == SQLITE_DONE && cclear->run() == SQLITE_DONE;
+  // Events of batches that never committed. The caller may count them too (the same events):
+  // keep the larger figure rather than adding them twice.
+  bool store_counted = false;
+  for (const LossCount& l : losses) {
+    uint64_t n = l.count;
+    if (l.source == "store" && l.cause == "write_error") {
+      n = std::max(n, m.failed_events);
+      store_counted = true;
+    }
+    ok = ok && put_loss(l.source, l.cause, n);
+  }
+  if (!store_counted && m.failed_events > 0)
+    ok = ok && put_loss("store", "write_error", m.failed_events);
+  for (const auto& [source, n] : event_counts) {
+    if (!ok) break;
+    cins->text(1, source);
+    cins->u64(2, n);
+    ok = cins->run() == SQLITE_DONE;
+  }
+  if (ok && m.commit.run() == SQLITE_DONE) return {};
+  Error e = sqlite_error(m.db, "writing losses and event_counts");
+  m.rollback.run();
+  return e;
+}
+
+uint64_t TraceWriter::bytes_on_disk() const {
+  uint64_t total = 0;
+  for (const char* sfx : {"", "-wal"}) {
+    struct stat st {};
+    if (stat((path_ + sfx).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+Status TraceWriter::finish(int64_t end_ns) {
+  Impl& m = *impl_;
+  if (m.finished) return {};
+  sqlite3* db = m.db;
+  // Status and indexes commit together: a trace marked complete always has its indexes.
+  if (auto st = exec(db, "BEGIN IMMEDIATE", "finishing " + path_); !st) return st;
+  Status st = [&]() -> Status {
+    auto upd = Stmt::prepare(db, "UPDATE session SET status = 'complete', end_ns = ? WHERE id = 1",
+                             "finishing " + path_);
+    if (!upd) return upd.error();
+    upd->i64(1, end_ns);
+    if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
+    if (auto s = exec(db, kAnalysisIndexes, "indexing " + path_); !s) return s;
+    return exec(db, "COMMIT", "finishing " + path_);
+  }();
+  if (!st) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return st;
+  }
+  m.finished = true;
+
+  // Fold the WAL into the database and leave rollback-journal mode: the finished trace is one
+  // self-contained file that can be copied. A reader that has the file open at this moment keeps
+  // it in WAL mode (harmless once the checkpoint is done: the database file has everything), or
+  // even holds back the checkpoint (then the -wal must travel with the file).
+  sqlite3_busy_timeout(db, 2000);
+  int busy = 1;
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &q, nullptr) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    busy = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  if (busy) {
+    spdlog::warn("{} is complete, but a reader kept part of it in {}-wal: copy both files", path_,
+                 path_);
+  } else if (auto mode = exec(db, "PRAGMA journal_mode=DELETE", "leaving WAL mode"); !mode) {
+    spdlog::debug("{} stays in WAL mode while another process reads it: {}", path_,
+                  mode.error().what);
+  }
+  return {};
+}
+
+}  // namespace gpuwhy::store

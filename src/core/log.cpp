@@ -6,6 +6,7 @@
 namespace gpuwhy {
 
 void setup_logging(int verbosity) {
+  spdlog::drop("gpuwhy");  // set up again (tests, several commands in one process): replace it
   auto logger = spdlog::stderr_color_mt("gpuwhy");
   logger->set_pattern("gpuwhy: %^%l%$: %v");
   spdlog::set_default_logger(logger);

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU contention: a thread that issues GPU work was runnable but another task held its CPU
+// (preempted, or woken but waiting in the run queue). Every such nanosecond delays the next launch
+// or the return of a sync, whatever the GPU was doing. The culprit is the task the scheduler
+// switched to (next_pid/next_comm of the preempting switch), aggregated by process over the
+// victim thread's active span.
+#include <algorithm>
+#include <map>
+
+#include "analysis/detectors.hpp"
+#include "analysis/units.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+// Slow calls of the thread's most preempted operation, and how many of them the scheduler made
+// slow: the link from "calls got slow" to "because the thread was not running".
+std::string slow_call_line(const Context& ctx, const ThreadSummary& t) {
+  const std::span<const CallOverlap> overlaps = ctx.joins.overlaps_of(t);
+  std::map<uint16_t, int64_t> preempted_by_op;
+  for (const CallOverlap& o : overlaps)
+    if (o.preempted_ns) preempted_by_op[ctx.rows.calls[o.call].api] += o.preempted_ns;
+  if (preempted_by_op.empty()) return {};
+  const uint16_t api =
+      std::max_element(preempted_by_op.begin(), preempted_by_op.end(), [](auto& a, auto& b) {
+        return a.second < b.second;
+      })->first;
+  std::vector<int64_t> durs;
+  for (size_t i = t.call_begin; i < t.call_end; ++i)
+    if (ctx.rows.calls[i].api == api) durs.push_back(ctx.rows.calls[i].dur);
+  std::vector<int64_t> tmp = durs;
+  const int64_t p50 = percentile(tmp, 50);
+  const int64_t p99 = percentile(tmp, 99);
+  uint64_t slow = 0, slow_preempted = 0;
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    const CallRow& c = ctx.rows.calls[i];
+    if (c.api == api && c.dur >= p99) ++slow;
+  }
+  for (const CallOverlap& o : overlaps) {
+    const CallRow& c = ctx.rows.calls[o.call];
+    if (c.api == api && c.dur >= p99 && o.preempted_ns * 2 > c.dur) ++slow_preempted;
+  }
+  return fmt_count(slow_preempted) + " of the " + fmt_count(slow) + " slowest " +
+         std::string(ctx.rows.api_name(api)) + " calls (>= p99 " + fmt_duration(p99) + "; p50 " +
+         fmt_duration(p50) + ") were preempted for more than half their time";
+}
+
+// The preemptors that count: everything but the GPU runtime's own helper threads inside the
+// victim's process (their CPU time is the runtime working) and the tracer itself (its cost is
+// the price of the trace, not a cause to fix in the job).
+struct Split {
+  std::vector<Culprit> counted, helpers;
+  int64_t preempted = 0, waits = 0;
+  uint32_t preemptions = 0;
+};
+
+Split split_preemptors(const Context& ctx, const ThreadSummary& t) {
+  Split s;
+  for (const Culprit& c : t.preemptors) {
+    const std::string_view comm = ctx.rows.string(c.comm);
+    const bool helper =
+        comm == "gpuwhy" || (c.pid == t.pid && !ctx.joins.thread(c.tid) && is_runtime_helper(comm));
+    (helper ? s.helpers : s.counted).push_back(c);
+    if (helper) continue;
+    s.preempted += c.ns;
+    s.waits += c.wait_ns;
+    s.preemptions += c.count;
+  }
+  return s;
+}
+
+void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
+  const Split sp = split_preemptors(ctx, t);
+  // Without enough preemptions there is no culprit to blame run-queue waits on.
+  if (sp.counted.empty() || sp.preempted < ctx.th.low_share * t.span_ns()) return;
+  const int64_t lost = sp.preempted + sp.waits;
+  const Culprit& top = sp.counted.front();
+  const bool dominant = top.ns + top.wait_ns >= ctx.th.dominant * static_cast<double>(lost);
+  const Task victim_proc = ctx.process(t.pid);
+  const Task victim = ctx.thread(t.pid, t.tid);
+  const bool same_process = top.pid == t.pid;
+  const Task culprit = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/same_process);
+
+  Chain ch;
+  ch.kind = "cpu_contention";
+  ch.title = same_process ? "CPU oversubscription" : "CPU contention";
+  ch.process = victim_proc;
+  ch.thread = victim;
+  ch.lost_ns = lost;
+  ch.span_ns = t.span_ns();
+  if (dominant) ch.culprit = culprit;
+
+  // When, and the longest single preemption.
+  auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
+  int64_t first = -1, last = -1, longest = 0, longest_at = 0;
+  for (size_t k = ob; k < oe; ++k) {
+    const OffCpuRow& o = ctx.rows.offcpu[k];
+    const int64_t ns = clip_offcpu(o, t.first_ns, t.last_ns).preempted;
+    if (ns <= 0) continue;
+    if (first < 0) first = o.ts;
+    last = o.end();
+    if (ns > longest) {
+      longest = ns;
+      longest_at = o.ts;
+    }
+  }
+  ch.first_ns = ctx.rel(std::max(first, t.first_ns));
+  ch.last_ns = ctx.rel(std::min(last, t.last_ns));
+
+  const std::string who = dominant ? culprit.label() : "other tasks";
+  ch.summary = who + " took the CPU from " + ctx.who(victim) + ": " + fmt_percent(ch.share()) +
+               " of its GPU thread's time lost";
+
+  const double span = static_cast<double>(t.span_ns());
+  ch.evidence.push_back({victim.label() + " was preempted for " + fmt_duration(sp.preempted) +
+                         " of its " + fmt_duration(t.span_ns()) + " active time (" +
+                         fmt_percent(sp.preempted / span) + "), " + fmt_count(sp.preemptions) +
+                         " times, from " + fmt_rel(ch.first_ns) + " to " + fmt_rel(ch.last_ns)});
+  ch.evidence.push_back(
+      {"CPU taken by: " + culprit_list(ctx, sp.counted, sp.preempted, false, 3, t.pid)});
+  if (sp.waits > 0) {
+    ch.evidence.push_back({"after wake-ups it waited another " + fmt_duration(sp.waits) +
+                           " for CPUs where these tasks preempt it (counted in the time lost)"});
+  }
+  if (!sp.helpers.empty()) {
+    ch.evidence.push_back({"not counted (the GPU runtime's own threads, the tracer): " +
+                           culprit_list(ctx, sp.helpers, 0, false, 3, t.pid)});
+  }
+  ch.evidence.push_back({"of all its preemptions (" + fmt_duration(t.off.preempted) + "), " +
+                         fmt_duration(t.preempted_in_calls_ns) + " fell inside GPU API calls and " +
+                         fmt_duration(t.off.preempted - t.preempted_in_calls_ns) +
+                         " between calls, delaying the next launch"});
+  if (std::string slow = slow_call_line(ctx, t); !slow.empty()) ch.evidence.push_back({slow});
+
+  // The call that lost the most to preemption, with whoever held the CPU then.
+  const CallOverlap* worst = nullptr;
+  for (const CallOverlap& o : ctx.joins.overlaps_of(t))
+    if (o.preempted_ns > 0 && (!worst || o.preempted_ns > worst->preempted_ns)) worst = &o;
+  if (worst) {
+    const CallRow& c = ctx.rows.calls[worst->call];
+    std::string line = "worst call at " + fmt_rel(ctx.rel(c.ts)) + ": " +
+                       std::string(ctx.rows.api_name(c.api)) + " took " + fmt_duration(c.dur) +
+                       ", " + fmt_duration(worst->preempted_ns) + " of it preempted";
+    if (worst->main_offcpu < ctx.rows.offcpu.size()) {
+      const OffCpuRow& o = ctx.rows.offcpu[worst->main_offcpu];
+      if (o.preempted) {
+        line += " (CPU taken by " +
+                ctx.other(o.other_pid, o.other_tid, o.other_comm, o.other_pid == t.pid).label() +
+                ")";
+      }
+    }
+    ch.evidence.push_back({line, ctx.rel(c.ts)});
+  } else if (longest > 0) {
+    ch.evidence.push_back(
+        {"longest preemption at " + fmt_rel(ctx.rel(longest_at)) + ": " + fmt_duration(longest),
+         ctx.rel(longest_at)});
+  }
+  ch.fix = dominant
+               ? contention_fix(victim_proc, culprit, same_process)
+               : "several tasks compete for " + victim_proc.label() +
+                     "'s CPUs: give the GPU dispatch thread a dedicated core (taskset / "
+                     "cpuset) and move the others (" +
+                     culprit_list(ctx, sp.counted, sp.preempted, false, 2, t.pid) + ") elsewhere";
+  ch.metrics = {{"preempted_ns", static_cast<double>(sp.preempted)},
+                {"runqueue_wait_ns", static_cast<double>(sp.waits)},
+                {"preempted_in_calls_ns", static_cast<double>(t.preempted_in_calls_ns)},
+                {"preemptions", static_cast<double>(sp.preemptions)},
+                {"culprit_share", static_cast<double>(top.ns + top.wait_ns) / lost}};
+  out.push_back(std::move(ch));
+}
+
+}  // namespace
+
+void detect_cpu_contention(const Context& ctx, std::vector<Chain>& out) {
+  // One chain per process: its most preempted GPU thread (threads lose time in parallel, so
+  // adding them up would overstate the wall time lost).
+  std::map<uint32_t, const ThreadSummary*> worst;
+  for (const ThreadSummary& t : ctx.joins.threads) {
+    const ThreadSummary*& w = worst[t.pid];
+    if (!w || t.off.preempted > w->off.preempted) w = &t;
+  }
+  for (const auto& [pid, t] : worst) one_thread(ctx, *t, out);
+}
+
+}  // namespace gpuwhy::analysis

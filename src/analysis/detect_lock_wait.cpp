@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lock waits: the GPU dispatch thread went to sleep and the thread that woke it belongs to the
+// same process. A futex wake from a sibling is what a mutex or condition variable release looks
+// like; the sibling is the one holding the dispatch thread back. Sleeps inside GPU calls are
+// excluded unless the waker calls GPU APIs itself: there the waker is the driver, the GPU
+// completion thread or the runtime's queue, and waiting is the point of the call.
+#include <algorithm>
+#include <map>
+
+#include "analysis/detectors.hpp"
+#include "analysis/units.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+struct SiblingWaits {
+  const ThreadSummary* t = nullptr;
+  int64_t ns = 0;
+  std::vector<Culprit> siblings;
+};
+
+SiblingWaits sibling_waits(const ThreadSummary& t) {
+  SiblingWaits s;
+  s.t = &t;
+  for (const Culprit& c : t.wakers) {
+    if (c.pid != t.pid || c.tid == t.tid || c.tid == 0) continue;
+    s.ns += c.ns;
+    s.siblings.push_back(c);
+  }
+  return s;
+}
+
+// What the sibling spent in slow syscalls meanwhile, by name: "write 1.20 s, fsync 300 ms".
+std::string sibling_activity(const Context& ctx, uint32_t tid, int64_t from, int64_t to) {
+  auto [b, e] = Joins::range(ctx.joins.syscalls, tid);
+  std::map<uint32_t, int64_t> by_nr;
+  for (size_t k = b; k < e; ++k) {
+    const SyscallRow& s = ctx.rows.syscalls[k];
+    by_nr[s.nr] += overlap_ns(s.ts, s.end(), from, to);
+  }
+  std::vector<std::pair<int64_t, uint32_t>> v;
+  for (auto [nr, ns] : by_nr)
+    if (ns > 0) v.emplace_back(ns, nr);
+  std::sort(v.rbegin(), v.rend());
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    if (!out.empty()) out += ", ";
+    out += ctx.rows.syscall_name(v[i].second) + " " + fmt_duration(v[i].first);
+  }
+  return out;
+}
+
+void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& out) {
+  const ThreadSummary& t = *w.t;
+  const Culprit& top = w.siblings.front();
+  const Task proc = ctx.process(t.pid);
+  const Task victim = ctx.thread(t.pid, t.tid);
+  const Task sibling = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/true);
+  const bool dominant = top.ns >= ctx.th.dominant * static_cast<double>(w.ns);
+
+  Chain ch;
+  ch.kind = "lock_wait";
+  ch.title = "Dispatch thread blocked by a sibling thread";
+  ch.process = proc;
+  ch.thread = victim;
+  if (dominant) ch.culprit = sibling;
+  ch.lost_ns = w.ns;
+  ch.span_ns = t.span_ns();
+
+  // The individual sleeps behind the total, by the rule of ThreadSummary::blocked_by_app_ns.
+  const Segments calls = call_segments(ctx.rows, t);
+  auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
+  int64_t first = -1, last = -1, longest = 0, longest_at = 0;
+  uint32_t longest_waker = 0, longest_comm = 0;
+  uint32_t wakes = 0;
+  for (size_t k = ob; k < oe; ++k) {
+    const OffCpuRow& o = ctx.rows.offcpu[k];
+    if (o.preempted || o.other_pid != t.pid || o.other_tid == t.tid) continue;
+    const int64_t from = std::max(o.ts, t.first_ns);
+    const int64_t to = std::min(o.end() - o.runq, t.last_ns);
+    const bool app_waker = ctx.joins.thread(o.other_tid) != nullptr;
+    const int64_t ns = std::max<int64_t>(0, to - from) - (app_waker ? 0 : calls.covered(from, to));
+    if (ns <= 0) continue;
+    ++wakes;
+    if (first < 0) first = o.ts;
+    last = o.end();
+    if (ns > longest) {
+      longest = ns;
+      longest_at = o.ts;
+      longest_waker = o.other_tid;
+      longest_comm = o.other_comm;
+    }
+  }
+  ch.first_ns = ctx.rel(std::max(first, t.first_ns));
+  ch.last_ns = ctx.rel(std::min(last, t.last_ns));
+  ch.summary = ctx.who(victim) + " waits for " +
+               (dominant ? sibling.label() : std::string("sibling threads")) +
+               " (lock / condition variable): " + fmt_percent(ch.share()) + " of its time lost";
+
+  ch.evidence.push_back({victim.label() + " slept " + fmt_duration(w.ns) + " (" +
+                         fmt_percent(ch.share()) + " of its " + fmt_duration(t.span_ns()) +
+                         ") until a thread of its own process woke it, " + fmt_count(wakes) +
+                         " times"});
+  ch.evidence.push_back({"woken by: " + culprit_list(ctx, w.siblings, w.ns, true)});
+
+  // Slow futex calls on the victim: the lock itself (the agent records syscalls over ~1 ms).
+  const uint32_t futex = futex_nr(ctx.rows);
+  auto [sb, se] = Joins::range(ctx.joins.syscalls, t.tid);
+  uint64_t futex_calls = 0;
+  int64_t futex_ns = 0;
+  for (size_t k = sb; k < se; ++k) {
+    const SyscallRow& s = ctx.rows.syscalls[k];
+    if (s.nr != futex) continue;
+    const int64_t ns = overlap_ns(s.ts, s.end(), t.first_ns, t.last_ns);
+    if (ns <= 0) continue;
+    ++futex_calls;
+    futex_ns += ns;
+  }
+  if (futex_calls > 0) {
+    ch.evidence.push_back({fmt_count(futex_calls) + " slow futex waits, " + fmt_duration(futex_ns) +
+                           " in all: a lock or condition variable"});
+  }
+  if (longest > 0) {
+    ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(longest_at)) + ": asleep " +
+                               fmt_duration(longest) + ", woken by " +
+                               ctx.other(t.pid, longest_waker, longest_comm, true).label(),
+                           ctx.rel(longest_at)});
+  }
+  if (std::string act = sibling_activity(ctx, top.tid, t.first_ns, t.last_ns); !act.empty()) {
+    ch.evidence.push_back({"meanwhile " + sibling.label() + " was in slow syscalls: " + act +
+                           " (work it likely does while holding the lock)"});
+  }
+  ch.fix = lock_fix(sibling);
+  ch.metrics = {{"blocked_by_siblings_ns", static_cast<double>(w.ns)},
+                {"wakeups", static_cast<double>(wakes)},
+                {"futex_waits", static_cast<double>(futex_calls)},
+                {"futex_ns", static_cast<double>(futex_ns)},
+                {"culprit_share", static_cast<double>(top.ns) / static_cast<double>(w.ns)}};
+  out.push_back(std::move(ch));
+}
+
+}  // namespace
+
+void detect_lock_wait(const Context& ctx, std::vector<Chain>& out) {
+  std::map<uint32_t, SiblingWaits> worst;  // per process, its most affected thread
+  for (const ThreadSummary& t : ctx.joins.threads) {
+    SiblingWaits w = sibling_waits(t);
+    if (w.ns <= 0) continue;
+    SiblingWaits& cur = worst[t.pid];
+    if (w.ns > cur.ns) cur = std::move(w);
+  }
+  for (const auto& [pid, w] : worst) one_thread(ctx, w, out);
+}
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/detectors.hpp"
+
+#include <algorithm>
+
+#include "analysis/units.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+constexpr Detector kDetectors[] = {
+    {"cpu_contention", "GPU-API threads preempted by another process (named)",
+     detect_cpu_contention},
+    {"lock_wait", "dispatch thread asleep until a sibling thread of its process woke it",
+     detect_lock_wait},
+    {"hidden_sync", "syncs / small device-to-host reads inside the step loop", detect_hidden_sync},
+    {"transfer_bound", "host<->device copies take a large share; pageable host memory",
+     detect_transfer_bound},
+    {"alloc_churn", "device/pinned allocations and frees inside the loop", detect_alloc_churn},
+    {"rate_drop", "launch rate fell and stayed down; what changed at that point", detect_rate_drop},
+    {"io_stall", "file I/O and block I/O on a GPU-API thread", detect_io_stall},
+    {"memory_reclaim", "direct reclaim (memory pressure) stalling GPU-API threads", detect_reclaim},
+    {"tcp_retransmits", "TCP retransmits during collectives", detect_tcp_retrans},
+    {"nccl_straggler", "one rank arrives last at collectives; the others wait for it",
+     detect_nccl_straggler},
+};
+
+// Kernel threads and interrupt handlers: "renice" is not the fix for these.
+bool is_kernel_task(std::string_view comm) {
+  for (std::string_view p : {"kworker", "ksoftirqd", "migration", "irq/", "rcu_", "kswapd",
+                             "watchdog", "cpuhp", "khugepaged"}) {
+    if (comm.starts_with(p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::span<const Detector> detectors() { return kDetectors; }
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::High:
+      return "HIGH";
+    case Severity::Medium:
+      return "MEDIUM";
+    case Severity::Low:
+      return "LOW";
+  }
+  return "?";
+}
+
+std::string Task::label() const {
+  const std::string name = comm.empty() ? "?" : comm;
+  if (tid != 0 && tid != pid) return name + " (tid " + std::to_string(tid) + ")";
+  return name + " (pid " + std::to_string(pid) + ")";
+}
+
+Task Context::process(uint32_t pid) const { return Task{pid, 0, rows.process_name(pid)}; }
+
+Task Context::thread(uint32_t pid, uint32_t tid) const {
+  return Task{pid, tid, rows.thread_name(tid)};
+}
+
+Task Context::other(uint32_t pid, uint32_t tid, uint32_t comm, bool as_thread) const {
+  Task t{pid, as_thread ? tid : 0, std::string(rows.string(comm))};
+  if (t.comm.empty()) t.comm = as_thread ? rows.thread_name(tid) : rows.process_name(pid);
+  if (pid == 0 && tid == 0 && t.comm == "?") t.comm = "swapper";
+  return t;
+}
+
+std::string Context::who(const Task& thread) const {
+  if (thread.tid == 0 || thread.tid == thread.pid) return process(thread.pid).label();
+  return thread.label() + " of " + process(thread.pid).label();
+}
+
+const ThreadSummary* Context::dispatch_thread(uint32_t pid) const {
+  const ThreadSummary* best = nullptr;
+  for (const ThreadSummary& t : joins.threads) {
+    if (t.pid != pid) continue;
+    if (!best || t.launches > best->launches ||
+        (t.launches == best->launches && t.calls() > best->calls()))
+      best = &t;
+  }
+  return best;
+}
+
+std::pair<int64_t, int64_t> Context::process_span(uint32_t pid) const {
+  int64_t lo = 0, hi = 0;
+  bool any = false;
+  for (const ThreadSummary& t : joins.threads) {
+    if (t.pid != pid) continue;
+    lo = any ? std::min(lo, t.first_ns) : t.first_ns;
+    hi = any ? std::max(hi, t.last_ns) : t.last_ns;
+    any = true;
+  }
+  return {lo, hi};
+}
+
+std::string contention_fix(const Task& victim, const Task& culprit, bool same_process) {
+  if (same_process) {
+    return "too many busy threads in " + victim.label() +
+           ": cap its CPU threads (OMP_NUM_THREADS, torch.set_num_threads, DataLoader "
+           "num_workers) and keep a core free for the GPU dispatch thread";
+  }
+  if (is_kernel_task(culprit.comm)) {
+    return "kernel work (" + culprit.comm +
+           ") runs on the trainer's CPUs: move IRQs and "
+           "kernel threads away (irqbalance, isolcpus/nohz_full) or pin " +
+           victim.label() + " to other CPUs (taskset / cpuset)";
+  }
+  return "pin " + victim.label() + " off " + culprit.comm +
+         "'s CPUs (taskset -c / a cpuset cgroup), or lower its priority: renice +19 -p " +
+         std::to_string(culprit.pid) + " (" + culprit.comm + ")";
+}
+
+std::string lock_fix(const Task& sibling) {
+  return "shorten what " + sibling.label() +
+         " does while holding the lock the dispatch thread waits for: move slow work (I/O, "
+         "serialisation, checkpoint writing) out of the critical section, or hand data over "
+         "through a lock-free / bounded queue";
+}
+
+std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int64_t total,
+                         bool by_thread, size_t max_items, uint32_t own_pid) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < max_items; ++i) {
+    if (!out.empty()) out += ", ";
+    // Threads of other processes are named by process; threads of the victim's own by thread.
+    const Task t =
+        ctx.other(v[i].pid, v[i].tid, v[i].comm, by_thread || (own_pid && v[i].pid == own_pid));
+    out += t.label();
+    if (t.comm == "gpuwhy") out += " (the tracer)";
+    out += " " + fmt_duration(v[i].ns);
+    if (total > 0) out += " (" + fmt_percent(static_cast<double>(v[i].ns) / total) + ")";
+  }
+  return out;
+}
+
+bool is_runtime_helper(std::string_view comm) {
+  for (std::string_view p : {"cuda-", "cuda0", "gwsim-", "hip", "rocr", "nccl", "NCCL"}) {
+    if (comm.starts_with(p)) return true;
+  }
+  return false;
+}
+
+bool is_io_syscall(const TraceRows& rows, uint32_t nr) {
+  static constexpr std::string_view kIo[] = {
+      "read",           "write",           "pread64",   "pwrite64",   "readv",
+      "writev",         "preadv",          "pwritev",   "preadv2",    "pwritev2",
+      "fsync",          "fdatasync",       "sync",      "syncfs",     "sync_file_range",
+      "open",           "openat",          "openat2",   "creat",      "close",
+      "sendfile",       "copy_file_range", "splice",    "io_submit",  "io_getevents",
+      "io_uring_enter", "msync",           "fallocate", "ftruncate",  "truncate",
+      "rename",         "renameat",        "renameat2", "unlink",     "unlinkat",
+      "stat",           "fstat",           "lstat",     "newfstatat", "statx",
+      "getdents64",     "mkdir",           "mkdirat"};
+  const std::string name = rows.syscall_name(nr);
+  return std::find(std::begin(kIo), std::end(kIo), name) != std::end(kIo);
+}
+
+std::vector<CollectiveWait> collective_waits(const Context& ctx) {
+  std::vector<CollectiveWait> v;
+  for (const ThreadSummary& t : ctx.joins.threads) {
+    for (size_t i = t.call_begin; i < t.call_end; ++i) {
+      const CallRow& c = ctx.rows.calls[i];
+      if (ctx.joins.nested[i] || c.cat != Category::Collective) continue;
+      CollectiveWait w{static_cast<uint32_t>(i), c.pid, c.api, c.ts, c.end()};
+      for (size_t j = i + 1; j < t.call_end; ++j) {
+        if (ctx.joins.nested[j]) continue;
+        const Category next = ctx.rows.calls[j].cat;
+        if (next == Category::Sync) w.end = std::max(w.end, ctx.rows.calls[j].end());
+        if (next != Category::Group) break;  // ncclGroupEnd may sit between the two
+      }
+      v.push_back(w);
+    }
+  }
+  std::sort(v.begin(), v.end(), [](const CollectiveWait& a, const CollectiveWait& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.call < b.call;
+  });
+  return v;
+}
+
+uint32_t futex_nr(const TraceRows& rows) {
+  for (const auto& [nr, name] : rows.syscall_names)
+    if (name == "futex") return nr;
+  return 202;
+}
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Root-cause detectors. Each lives in its own detect_*.cpp, reads the joined rows and statistics
+// through a Context, and appends Chains with lost_ns/span_ns set; severity, filtering and ranking
+// happen once, in explain.cpp. They are listed in ONE explicit array (detectors.cpp): no static
+// registration, so the order and the set are visible in one place.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/chain.hpp"
+#include "analysis/joins.hpp"
+#include "analysis/rows.hpp"
+#include "analysis/stats.hpp"
+
+namespace gpuwhy::analysis {
+
+// Every threshold a detector uses, with its default; docs/explain.md explains each.
+struct Thresholds {
+  double high_share = 0.20;               // HIGH: >= 20% of the victim's wall time lost
+  double medium_share = 0.05;             // MEDIUM: >= 5%
+  double low_share = 0.01;                // LOW: >= 1%; below, the chain is dropped as noise
+  int64_t min_lost_ns = 1'000'000;        // and never a chain for less than 1 ms in all
+  double dominant = 0.5;                  // a culprit "dominates" with >= 50% of the lost time
+  uint64_t small_copy_bytes = 64 * 1024;  // a D2H copy below this is a read-back, i.e. a sync
+  double loop_rate_per_s = 2.0;           // "many per second": recurring inside the step loop
+  uint32_t loop_min_count = 10;
+  double loop_spread = 0.5;  // ... and present in at least half of the active span's tenths
+  int64_t max_refill_gap_ns =
+      1'000'000'000;                // longer gaps after a sync are idle phases, not bubbles
+  double rate_drop = 0.30;          // launch rate falls by more than 30%
+  double cause_shift = 0.05;        // a cause must grow by 5 points of wall time to explain a drop
+  uint32_t min_collectives = 5;     // instances needed to call a rank a straggler
+  double straggler_majority = 0.6;  // ... last to arrive in at least 60% of them
+  uint32_t min_retransmits = 3;
+};
+
+struct Context {
+  const TraceRows& rows;
+  const Joins& joins;
+  const Stats& stats;
+  const Thresholds& th;
+
+  Task process(uint32_t pid) const;
+  Task thread(uint32_t pid, uint32_t tid) const;
+  // A task seen only through an offcpu row (next_comm / waker_comm), maybe not traced itself.
+  Task other(uint32_t pid, uint32_t tid, uint32_t comm, bool as_thread) const;
+  int64_t rel(int64_t wall_ns) const { return rows.rel(wall_ns); }
+  // A thread as a sentence names it: "trainer (pid 1000)" for a main thread, else
+  // "loader (tid 1005) of trainer (pid 1000)".
+  std::string who(const Task& thread) const;
+  // The thread of `pid` that launched the most work (ties: most calls): the dispatch thread.
+  const ThreadSummary* dispatch_thread(uint32_t pid) const;
+  // The process's active span: first call start .. last call end of any of its threads.
+  std::pair<int64_t, int64_t> process_span(uint32_t pid) const;
+};
+
+using DetectorFn = void (*)(const Context& ctx, std::vector<Chain>& out);
+
+struct Detector {
+  std::string_view kind;  // Chain::kind of what it emits
+  std::string_view what;  // one line for docs and --help
+  DetectorFn run;
+};
+
+// The registry, in the order detectors run (ranking is by time lost, not by this order).
+std::span<const Detector> detectors();
+
+void detect_cpu_contention(const Context& ctx, std::vector<Chain>& out);
+void detect_lock_wait(const Context& ctx, std::vector<Chain>& out);
+void detect_hidden_sync(const Context& ctx, std::vector<Chain>& out);
+void detect_transfer_bound(const Context& ctx, std::vector<Chain>& out);
+void detect_alloc_churn(const Context& ctx, std::vector<Chain>& out);
+void detect_rate_drop(const Context& ctx, std::vector<Chain>& out);
+void detect_io_stall(const Context& ctx, std::vector<Chain>& out);
+void detect_reclaim(const Context& ctx, std::vector<Chain>& out);
+void detect_tcp_retrans(const Context& ctx, std::vector<Chain>& out);
+void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out);
+
+// ---- helpers shared by detectors -------------------------------------------------------------
+
+// Fix text for CPU contention caused by `culprit` against `victim` (used by two detectors).
+std::string contention_fix(const Task& victim, const Task& culprit, bool same_process);
+// Fix text for a thread blocked by a sibling thread.
+std::string lock_fix(const Task& sibling);
+// "a 1.20 s (45.0%), b 0.30 s (11.0%)": the top culprits of a list, by name. Entries are named
+// as threads when `by_thread`, or when they belong to `own_pid` (the victim's process).
+std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int64_t total,
+                         bool by_thread, size_t max_items = 3, uint32_t own_pid = 0);
+// A thread a GPU runtime starts inside the application (CUDA's event handler, the simulator's
+// device thread, HIP/ROCr and NCCL helpers), by its name.
+bool is_runtime_helper(std::string_view comm);
+// Is `nr` one of the file/disk I/O syscalls (read, write, fsync, openat, ...)?
+bool is_io_syscall(const TraceRows& rows, uint32_t nr);
+// The futex syscall number, from the file's syscall_names (202 on x86-64).
+uint32_t futex_nr(const TraceRows& rows);
+
+// A collective as its thread waited for it: the call, through the stream sync right after it
+// when there is one (NCCL calls only enqueue: the wait surfaces in that sync). Sorted by ts.
+struct CollectiveWait {
+  uint32_t call = 0;
+  uint32_t pid = 0;
+  uint16_t api = 0;
+  int64_t ts = 0, end = 0;
+};
+std::vector<CollectiveWait> collective_waits(const Context& ctx);
+
+}  // namespace gpuwhy::analysis

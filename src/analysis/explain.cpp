@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/explain.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/units.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+TraceInfo trace_info(const TraceRows& rows, const Joins& joins) {
+  TraceInfo t;
+  t.host = rows.session.host;
+  t.kernel = rows.session.kernel;
+  t.agent_version = rows.session.agent_version;
+  t.status = rows.session.status;
+  t.live = rows.live;
+  t.window = rows.window;
+  t.calls = rows.calls.size();
+  std::set<uint32_t> pids;
+  for (const ThreadSummary& th : joins.threads) pids.insert(th.pid);
+  t.processes = pids.size();
+  t.threads = joins.threads.size();
+  t.offcpu_intervals = rows.offcpu.size();
+  t.syscalls = rows.syscalls.size();
+  t.block_io = rows.block_io.size();
+  t.reclaims = rows.reclaim.size();
+  t.retransmits = rows.tcp.size();
+  for (const LossRow& l : rows.losses) t.lost_events += l.count;
+  return t;
+}
+
+std::string verdict_for(const Report& r) {
+  if (!r.chains.empty() && r.chains.front().severity != Severity::Low) {
+    const Chain& c = r.chains.front();
+    return std::string(severity_name(c.severity)) + ": " + c.title + ": " + c.summary;
+  }
+  const std::string seen = " in " + fmt_duration(r.trace.window.duration()) + " of trace (" +
+                           fmt_count(r.trace.calls) + " GPU API calls, " +
+                           fmt_count(r.trace.processes) +
+                           (r.trace.processes == 1 ? " process)" : " processes)");
+  if (r.chains.empty()) return "CLEAN: no cause of GPU slowdown found" + seen;
+  return "CLEAN: nothing costs more than " + fmt_percent(0.05) + " of wall time" + seen +
+         "; minor findings below";
+}
+
+}  // namespace
+
+Severity grade(double share, const Thresholds& th) {
+  if (share >= th.high_share) return Severity::High;
+  if (share >= th.medium_share) return Severity::Medium;
+  return Severity::Low;
+}
+
+std::vector<Chain> run_detectors(const Context& ctx) {
+  std::vector<Chain> chains;
+  for (const Detector& d : detectors()) d.run(ctx, chains);
+  return chains;
+}
+
+std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th) {
+  std::vector<Chain> kept;
+  for (Chain& c : chains) {
+    if (c.lost_ns < th.min_lost_ns || c.share() < th.low_share) continue;
+    c.severity = std::min(grade(c.share(), th), c.cap);
+    kept.push_back(std::move(c));
+  }
+  // Most time lost first; ties by kind then victim, so the order never depends on hash order.
+  std::stable_sort(kept.begin(), kept.end(), [](const Chain& a, const Chain& b) {
+    if (a.lost_ns != b.lost_ns) return a.lost_ns > b.lost_ns;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    return a.process.pid < b.process.pid;
+  });
+  return kept;
+}
+
+std::vector<Caveat> caveats_for(const TraceRows& rows) {
+  std::vector<Caveat> out;
+  uint64_t lost = 0;
+  std::string parts;
+  for (const LossRow& l : rows.losses) {
+    lost += l.count;
+    if (!parts.empty()) parts += ", ";
+    parts += l.source + "/" + l.cause + " " + fmt_count(l.count);
+  }
+  if (lost > 0) {
+    out.push_back({"lost_events", fmt_count(lost) + " events were lost while tracing (" + parts +
+                                      "): counts and times are lower bounds"});
+  }
+  const TimeWindow& w = rows.window;
+  if (rows.live) {
+    out.push_back({"live", "the trace is still being recorded; this report covers it up to " +
+                               fmt_rel(w.trace_end_ns - w.trace_start_ns)});
+  } else if (rows.session.status != "complete") {
+    out.push_back({"incomplete", "the trace is incomplete (status '" + rows.session.status +
+                                     "': the agent was killed or is still running); it ends at "
+                                     "its last event, " +
+                                     fmt_rel(w.trace_end_ns - w.trace_start_ns)});
+  }
+  if (rows.offcpu.empty()) {
+    out.push_back({"no_sched",
+                   "no scheduler data for the GPU threads: preemption, lock waits "
+                   "and sleeps cannot be seen"});
+  }
+  if (!rows.session.pid_filter.empty()) {
+    out.push_back({"pid_filter", "the trace was limited to pids " + rows.session.pid_filter +
+                                     ": other processes' GPU work is not in it"});
+  }
+  return out;
+}
+
+Report analyze(TraceRows rows, const Thresholds& th) {
+  prepare_rows(rows);
+  const Joins joins = compute_joins(rows);
+  Report r;
+  r.stats = compute_stats(rows, joins, th.rate_drop);
+  const Context ctx{rows, joins, r.stats, th};
+  r.trace = trace_info(rows, joins);
+  r.caveats = caveats_for(rows);
+  r.chains = rank_chains(run_detectors(ctx), th);
+  r.clean = std::none_of(r.chains.begin(), r.chains.end(),
+                         [](const Chain& c) { return c.severity != Severity::Low; });
+  r.verdict = verdict_for(r);
+  return r;
+}
+
+}  // namespace gpuwhy::analysis

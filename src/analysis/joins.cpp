@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/joins.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace gpuwhy::analysis {
+namespace {
+
+Segments merge_calls(const std::vector<CallRow>& calls, size_t b, size_t e, int64_t clip_end,
+                     const TraceRows& rows, bool only_waiting) {
+  Segments s;
+  for (size_t i = b; i < e; ++i) {
+    const CallRow& c = calls[i];
+    if (only_waiting && !waits_for_gpu(rows.api(c.api))) continue;
+    const int64_t end = std::min(c.end(), clip_end);
+    if (end <= c.ts) continue;
+    if (!s.v.empty() && c.ts <= s.v.back().second) {
+      s.v.back().second = std::max(s.v.back().second, end);
+    } else {
+      s.v.emplace_back(c.ts, end);
+    }
+  }
+  return s;
+}
+
+void add_culprit(std::vector<Culprit>& v, std::unordered_map<uint64_t, size_t>& index, uint64_t key,
+                 const OffCpuRow& o, int64_t ns, int64_t in_calls) {
+  auto [it, fresh] = index.try_emplace(key, v.size());
+  if (fresh) v.push_back(Culprit{o.other_pid, o.other_tid, o.other_comm});
+  Culprit& c = v[it->second];
+  if (c.comm == 0) c.comm = o.other_comm;
+  c.ns += ns;
+  c.in_calls_ns += in_calls;
+  ++c.count;
+}
+
+void sort_culprits(std::vector<Culprit>& v) {
+  std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& b) {
+    return a.ns != b.ns ? a.ns > b.ns : a.tid != b.tid ? a.tid < b.tid : a.pid < b.pid;
+  });
+}
+
+// Off-CPU of one thread over its span: totals, the part inside calls, and who to blame. Asleep
+// inside a GPU call is the runtime waiting (for the GPU, the driver, its own helper threads), so
+// the waker is blamed there only when it is another thread that calls GPU APIs itself (holding a
+// runtime lock, say). Asleep outside calls, whoever woke the thread is what it waited for.
+void summarize_offcpu(const TraceRows& rows, const Segments& calls,
+                      const std::unordered_set<uint32_t>& gpu_tids, size_t ob, size_t oe,
+                      ThreadSummary& t) {
+  std::unordered_map<uint64_t, size_t> pre_index, wake_index;
+  std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu;  // cpu -> key -> ns
+  auto preemptor_key = [&](const OffCpuRow& o) {
+    return o.other_pid == t.pid ? (uint64_t{1} << 32) | o.other_tid : uint64_t{o.other_pid};
+  };
+  for (size_t k = ob; k < oe; ++k) {
+    const OffCpuRow& o = rows.offcpu[k];
+    const OffCpuParts p = clip_offcpu(o, t.first_ns, t.last_ns);
+    if (p.total() == 0) continue;
+    t.off.preempted += p.preempted;
+    t.off.blocked += p.blocked;
+    t.off.wakeup += p.wakeup;
+    const int64_t s = std::max(o.ts, t.first_ns);
+    if (o.preempted) {
+      const int64_t in_calls = calls.covered(s, std::min(o.end(), t.last_ns));
+      t.preempted_in_calls_ns += in_calls;
+      ++t.preemptions;
+      add_culprit(t.preemptors, pre_index, preemptor_key(o), o, p.preempted, in_calls);
+      by_cpu[o.cpu][preemptor_key(o)] += p.preempted;
+    } else if (p.blocked > 0) {
+      const int64_t in_calls = calls.covered(s, std::min(o.end() - o.runq, t.last_ns));
+      t.blocked_in_calls_ns += in_calls;
+      ++t.sleeps;
+      const bool app_waker = o.other_tid != t.tid && gpu_tids.count(o.other_tid) > 0;
+      const int64_t blamed = p.blocked - (app_waker ? 0 : in_calls);
+      t.blocked_by_app_ns += blamed;
+      if (blamed > 0) {
+        add_culprit(t.wakers, wake_index, o.other_tid, o, blamed, app_waker ? in_calls : 0);
+      }
+    }
+  }
+  // Run-queue waits after wake-ups go to the main preemptor of the CPU the thread slept on.
+  std::unordered_map<uint16_t, uint64_t> top_on_cpu;
+  for (const auto& [cpu, m] : by_cpu) {
+    auto best = std::max_element(m.begin(), m.end(), [](auto& a, auto& b) {
+      return a.second != b.second ? a.second < b.second : a.first > b.first;
+    });
+    top_on_cpu[cpu] = best->first;
+  }
+  for (size_t k = ob; k < oe && !top_on_cpu.empty(); ++k) {
+    const OffCpuRow& o = rows.offcpu[k];
+    if (o.preempted) continue;
+    const int64_t wait = clip_offcpu(o, t.first_ns, t.last_ns).wakeup;
+    auto it = top_on_cpu.find(o.cpu);
+    if (wait > 0 && it != top_on_cpu.end()) t.preemptors[pre_index[it->second]].wait_ns += wait;
+  }
+  sort_culprits(t.preemptors);
+  sort_culprits(t.wakers);
+}
+
+// Per-call overlaps of one thread. Calls are sorted by start and a thread's off-CPU intervals
+// and syscalls never overlap one another, so their ends are sorted too and one forward pointer
+// per table finds everything overlapping each call (nested calls start later, never earlier).
+void join_calls(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+                std::vector<CallOverlap>& out) {
+  auto [ob, oe] = Joins::range(j.offcpu, t.tid);
+  auto [sb, se] = Joins::range(j.syscalls, t.tid);
+  auto [bb, be] = Joins::range(j.block_io, t.tid);
+  int64_t max_io = 0;
+  for (size_t k = bb; k < be; ++k) max_io = std::max(max_io, rows.block_io[k].dur);
+  size_t op = ob, sp = sb;
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    const CallRow& c = rows.calls[i];
+    const int64_t end = c.end();
+    CallOverlap ov;
+    ov.call = static_cast<uint32_t>(i);
+    while (op < oe && rows.offcpu[op].end() <= c.ts) ++op;
+    int64_t best = 0;
+    for (size_t k = op; k < oe && rows.offcpu[k].ts < end; ++k) {
+      const OffCpuParts p = clip_offcpu(rows.offcpu[k], c.ts, end);
+      ov.preempted_ns += p.preempted;
+      ov.blocked_ns += p.blocked;
+      ov.wakeup_ns += p.wakeup;
+      if (p.total() > best) {
+        best = p.total();
+        ov.main_offcpu = static_cast<uint32_t>(k);
+      }
+    }
+    while (sp < se && rows.syscalls[sp].end() <= c.ts) ++sp;
+    for (size_t k = sp; k < se && rows.syscalls[k].ts < end; ++k) {
+      ov.syscall_ns += overlap_ns(rows.syscalls[k].ts, rows.syscalls[k].end(), c.ts, end);
+    }
+    if (be > bb) {
+      // Block I/O requests of a thread can overlap one another: start from the first request
+      // that could still be running at the call's start.
+      auto first =
+          std::lower_bound(rows.block_io.begin() + static_cast<ptrdiff_t>(bb),
+                           rows.block_io.begin() + static_cast<ptrdiff_t>(be), c.ts - max_io,
+                           [](const BlockIoRow& r, int64_t ts) { return r.ts < ts; });
+      for (auto it = first;
+           it != rows.block_io.begin() + static_cast<ptrdiff_t>(be) && it->ts < end; ++it) {
+        ov.io_ns += overlap_ns(it->ts, it->end(), c.ts, end);
+      }
+      ov.io_ns = std::min(ov.io_ns, c.dur);
+    }
+    if (ov.offcpu_ns() > 0 || ov.syscall_ns > 0 || ov.io_ns > 0) out.push_back(ov);
+  }
+}
+
+}  // namespace
+
+OffCpuParts clip_offcpu(const OffCpuRow& o, int64_t from, int64_t to) {
+  OffCpuParts p;
+  if (o.preempted) {
+    p.preempted = overlap_ns(o.ts, o.end(), from, to);
+    return p;
+  }
+  const int64_t runq = std::clamp<int64_t>(o.runq, 0, o.dur);
+  const int64_t woken = o.end() - runq;
+  p.blocked = overlap_ns(o.ts, woken, from, to);
+  p.wakeup = overlap_ns(woken, o.end(), from, to);
+  return p;
+}
+
+int64_t Segments::total() const {
+  int64_t t = 0;
+  for (const auto& [s, e] : v) t += e - s;
+  return t;
+}
+
+int64_t Segments::covered(int64_t from, int64_t to) const {
+  if (to <= from || v.empty()) return 0;
+  auto it = std::upper_bound(
+      v.begin(), v.end(), from,
+      [](int64_t x, const std::pair<int64_t, int64_t>& seg) { return x < seg.second; });
+  int64_t n = 0;
+  for (; it != v.end() && it->first < to; ++it) n += overlap_ns(it->first, it->second, from, to);
+  return n;
+}
+
+bool waits_for_gpu(const ApiMeta& m) {
+  return !(m.cat == Category::Launch || m.cat == Category::Graph || m.cat == Category::StreamWait);
+}
+
+bool enqueues_work(const ApiMeta& m) {
+  switch (m.cat) {
+    case Category::Launch:
+    case Category::Graph:
+    case Category::Collective:
+      return true;
+    case Category::Copy:
+    case Category::Memset:
+      return m.async;
+    default:
+      return false;
+  }
+}
+
+bool drains_queue(const ApiMeta& m) {
+  switch (m.cat) {
+    case Category::Sync:
+    case Category::Free:  // cudaFree synchronises the device before releasing memory
+      return true;
+    case Category::Copy:
+    case Category::Memset:
+      return !m.async;
+    default:
+      return false;
+  }
+}
+
+const CallOverlap* Joins::overlap(uint32_t call) const {
+  auto it = std::lower_bound(overlaps.begin(), overlaps.end(), call,
+                             [](const CallOverlap& o, uint32_t c) { return o.call < c; });
+  return it != overlaps.end() && it->call == call ? &*it : nullptr;
+}
+
+std::span<const CallOverlap> Joins::overlaps_of(const ThreadSummary& t) const {
+  auto by_call = [](const CallOverlap& o, size_t c) { return o.call < c; };
+  auto b = std::lower_bound(overlaps.begin(), overlaps.end(), t.call_begin, by_call);
+  auto e = std::lower_bound(b, overlaps.end(), t.call_end, by_call);
+  return {b, e};
+}
+
+const ThreadSummary* Joins::thread(uint32_t tid) const {
+  auto it = std::lower_bound(threads.begin(), threads.end(), tid,
+                             [](const ThreadSummary& t, uint32_t x) { return t.tid < x; });
+  return it != threads.end() && it->tid == tid ? &*it : nullptr;
+}
+
+int64_t Joins::stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int64_t to,
+                          const std::vector<std::pair<int64_t, int64_t>>& extra) const {
+  if (to <= from) return 0;
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  for (const auto& [s, e] : extra)
+    if (e > from && s < to) parts.emplace_back(std::max(s, from), std::min(e, to));
+  // Each table's rows of one thread are disjoint and sorted, so their ends are sorted too.
+  auto add = [&](const auto& v, const TidRanges& r) {
+    auto [b, e] = range(r, tid);
+    auto first = v.begin() + static_cast<ptrdiff_t>(b);
+    auto last = v.begin() + static_cast<ptrdiff_t>(e);
+    auto it = std::upper_bound(first, last, from,
+                               [](int64_t x, const auto& row) { return x < row.end(); });
+    for (; it != last && it->ts < to; ++it)
+      parts.emplace_back(std::max(it->ts, from), std::min(it->end(), to));
+  };
+  add(rows.offcpu, offcpu);
+  add(rows.syscalls, syscalls);
+  add(rows.reclaim, reclaim);
+  std::sort(parts.begin(), parts.end());
+  int64_t ns = 0, cur_s = 0, cur_e = 0;
+  bool open = false;
+  for (const auto& [s, e] : parts) {
+    if (open && s <= cur_e) {
+      cur_e = std::max(cur_e, e);
+      continue;
+    }
+    if (open) ns += cur_e - cur_s;
+    cur_s = s;
+    cur_e = e;
+    open = true;
+  }
+  if (open) ns += cur_e - cur_s;
+  return ns;
+}
+
+Segments call_segments(const TraceRows& rows, const ThreadSummary& t) {
+  return merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, false);
+}
+
+Joins compute_joins(const TraceRows& rows) {
+  Joins j;
+  j.offcpu = tid_ranges(rows.offcpu);
+  j.syscalls = tid_ranges(rows.syscalls);
+  j.block_io = tid_ranges(rows.block_io);
+  j.reclaim = tid_ranges(rows.reclaim);
+  j.queued_ahead.assign(rows.calls.size(), 0);
+  j.nested.assign(rows.calls.size(), 0);
+  std::unordered_set<uint32_t> gpu_tids;
+  for (const CallRow& c : rows.calls) gpu_tids.insert(c.tid);
+
+  size_t i = 0;
+  while (i < rows.calls.size()) {
+    ThreadSummary t;
+    t.tid = rows.calls[i].tid;
+    t.pid = rows.calls[i].pid;
+    t.call_begin = i;
+    int64_t last = rows.calls[i].end();
+    uint32_t queued = 0;
+    while (i < rows.calls.size() && rows.calls[i].tid == t.tid) {
+      const CallRow& c = rows.calls[i];
+      const ApiMeta& m = rows.api(c.api);
+      if (i > t.call_begin && c.ts < last && c.end() <= last) j.nested[i] = 1;
+      last = std::max(last, c.end());
+      if (j.nested[i]) {
+        ++i;
+        continue;  // the outer call already queued or drained this work
+      }
+      if (c.cat == Category::Launch || c.cat == Category::Graph) ++t.launches;
+      if (drains_queue(m) || c.cat == Category::Copy) j.queued_ahead[i] = queued;
+      if (drains_queue(m)) queued = 0;
+      if (enqueues_work(m)) ++queued;
+      ++i;
+    }
+    t.call_end = i;
+    t.first_ns = rows.calls[t.call_begin].ts;
+    t.last_ns = std::max(std::min(last, rows.window.end_ns), t.first_ns);
+    const Segments calls =
+        merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, false);
+    const Segments waits = merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, true);
+    t.api_ns = calls.total();
+    t.waiting_api_ns = waits.total();
+    auto [ob, oe] = Joins::range(j.offcpu, t.tid);
+    summarize_offcpu(rows, calls, gpu_tids, ob, oe, t);
+    j.threads.push_back(std::move(t));
+  }
+  for (const ThreadSummary& t : j.threads) join_calls(rows, j, t, j.overlaps);
+  // Threads come out in tid order because calls are sorted by (tid, ts); overlaps likewise.
+  return j;
+}
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+// The causal joins: for every GPU API call, what happened to ITS thread during [ts, ts + dur]
+// (off-CPU time clipped to the call, split into preempted / blocked / waiting for a CPU after the
+// wake-up; slow syscalls; block I/O), and how much GPU work that thread had queued ahead of each
+// wait. Done per thread with merge sweeps over rows sorted by (tid, ts): O(calls + intervals),
+// no query per call. Counting events inside a time window would blame whatever happened nearby;
+// joining by thread and time blames only what the calling thread itself went through.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analysis/rows.hpp"
+
+namespace gpuwhy::analysis {
+
+// One off-CPU interval cut to [from, to), split by what the thread was doing. The three parts
+// never overlap: preempted (runnable, another task held the CPU), blocked (asleep until woken),
+// wakeup (woken, runnable, waiting for a CPU: the runq tail of a blocked interval).
+struct OffCpuParts {
+  int64_t preempted = 0, blocked = 0, wakeup = 0;
+  int64_t total() const { return preempted + blocked + wakeup; }
+};
+OffCpuParts clip_offcpu(const OffCpuRow& o, int64_t from, int64_t to);
+
+// Length of [a0, a1) ∩ [b0, b1), 0 when disjoint.
+inline int64_t overlap_ns(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  const int64_t lo = a0 > b0 ? a0 : b0;
+  const int64_t hi = a1 < b1 ? a1 : b1;
+  return hi > lo ? hi - lo : 0;
+}
+
+// Merged, sorted, disjoint [start, end) segments (the union of a thread's calls, say).
+struct Segments {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  int64_t total() const;
+  // Time of [from, to) covered by the segments (binary search, O(log n + k)).
+  int64_t covered(int64_t from, int64_t to) const;
+};
+
+// What one call's thread went through during the call. Kept only for calls where something did
+// happen: a 5 µs launch is almost never descheduled, and ten million empty records would cost
+// more than the join.
+struct CallOverlap {
+  uint32_t call = 0;  // index into TraceRows::calls
+  int64_t preempted_ns = 0, blocked_ns = 0, wakeup_ns = 0;
+  int64_t syscall_ns = 0;  // slow syscalls of the thread, clipped to the call
+  int64_t io_ns = 0;       // block I/O the thread issued, clipped (capped at the call's length)
+  uint32_t main_offcpu = std::numeric_limits<uint32_t>::max();  // offcpu row overlapping most
+  int64_t offcpu_ns() const { return preempted_ns + blocked_ns + wakeup_ns; }
+};
+
+// Time a thread lost to one other task: a preempting process (by pid; a thread of the victim's
+// own process by tid, so the runtime's helper threads stand apart) or a waking thread (by tid).
+struct Culprit {
+  uint32_t pid = 0, tid = 0;
+  uint32_t comm = 0;        // strings.id
+  int64_t ns = 0;           // preempted / asleep, inside the thread's active span
+  int64_t in_calls_ns = 0;  // the part inside the thread's GPU API calls
+  // Preemptors only: run-queue waits after wake-ups on the CPUs where this task preempted the
+  // thread the most (who kept a woken thread waiting is not recorded; on its CPU, the usual
+  // preemptor is the best guess).
+  int64_t wait_ns = 0;
+  uint32_t count = 0;  // intervals
+};
+
+// One thread that made GPU API calls, over its active span in the window (first call's start to
+// last call's end): the denominator of every "share of wall time" about it.
+struct ThreadSummary {
+  uint32_t pid = 0, tid = 0;
+  size_t call_begin = 0, call_end = 0;  // its calls: TraceRows::calls[call_begin, call_end)
+  int64_t first_ns = 0, last_ns = 0;
+  uint64_t launches = 0;
+  int64_t api_ns = 0;          // union of its calls (nested runtime -> driver calls count once)
+  int64_t waiting_api_ns = 0;  // union of its calls that can wait for the GPU (syncs, copies, …)
+  OffCpuParts off;             // off-CPU inside the span
+  int64_t preempted_in_calls_ns = 0, blocked_in_calls_ns = 0;
+  // Asleep waiting for the application rather than the runtime: outside GPU calls, or woken by
+  // another GPU-calling thread (see summarize_offcpu in joins.cpp).
+  int64_t blocked_by_app_ns = 0;
+  uint32_t preemptions = 0, sleeps = 0;
+  std::vector<Culprit> preemptors;  // by pid, most time first
+  std::vector<Culprit> wakers;      // by tid, of blocked_by_app_ns, most time first
+  int64_t span_ns() const { return last_ns - first_ns; }
+  uint64_t calls() const { return call_end - call_begin; }
+};
+
+// [begin, end) of one thread's rows in a (tid, ts)-sorted vector.
+using TidRanges = std::unordered_map<uint32_t, std::pair<size_t, size_t>>;
+
+struct Joins {
+  std::vector<CallOverlap> overlaps;  // sorted by call index
+  std::vector<uint32_t>
+      queued_ahead;  // per call: async work queued on its thread since its last wait
+  // per call: 1 when it runs inside an earlier call of its thread (a runtime call's own driver
+  // call, when both libraries are probed): totals skip these so time is not counted twice
+  std::vector<uint8_t> nested;
+  std::vector<ThreadSummary> threads;  // sorted by tid
+  TidRanges offcpu, syscalls, block_io, reclaim;
+
+  const CallOverlap* overlap(uint32_t call) const;
+  // The overlaps of one thread's calls (contiguous: overlaps are sorted by call index).
+  std::span<const CallOverlap> overlaps_of(const ThreadSummary& t) const;
+  const ThreadSummary* thread(uint32_t tid) const;
+  // Time of [from, to) that `tid` spent off the CPU, in slow syscalls, in direct reclaim or in
+  // the `extra` intervals (the union: a thread blocked in read() is both): time with a cause of
+  // its own.
+  int64_t stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int64_t to,
+                     const std::vector<std::pair<int64_t, int64_t>>& extra = {}) const;
+  static std::pair<size_t, size_t> range(const TidRanges& r, uint32_t tid) {
+    auto it = r.find(tid);
+    return it == r.end() ? std::pair<size_t, size_t>{0, 0} : it->second;
+  }
+};
+
+// Can this call wait for the GPU (or the driver) by design? Sleeping inside one is expected and is
+// not blamed on whoever woke the thread.
+bool waits_for_gpu(const ApiMeta& m);
+// Does it put work in the GPU queue without waiting for it?
+bool enqueues_work(const ApiMeta& m);
+// Does it drain the thread's queue (returns only when earlier work is done)?
+bool drains_queue(const ApiMeta& m);
+
+// `rows` must be prepared (sorted by (tid, ts)).
+Joins compute_joins(const TraceRows& rows);
+
+// The union of a thread's GPU API calls over its span.
+Segments call_segments(const TraceRows& rows, const ThreadSummary& t);
+
+// (tid -> [begin, end)) of a (tid, ts)-sorted vector.
+template <class Row>
+TidRanges tid_ranges(const std::vector<Row>& v) {
+  TidRanges r;
+  size_t i = 0;
+  while (i < v.size()) {
+    size_t j = i;
+    while (j < v.size() && v[j].tid == v[i].tid) ++j;
+    r[v[i].tid] = {i, j};
+    i = j;
+  }
+  return r;
+}
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reads one window of a trace file into TraceRows: a handful of prepared statements, one pass per
+// table, columns straight into compact structs. Everything after this works in memory.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/rows.hpp"
+#include "analysis/window.hpp"
+#include "core/result.hpp"
+
+namespace gpuwhy::store {
+class TraceFile;
+}
+
+namespace gpuwhy::analysis {
+
+struct LoadOptions {
+  WindowRequest window;        // empty: the whole trace
+  std::vector<uint32_t> pids;  // empty: every process that made GPU API calls
+};
+
+// Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,
+// the latest event committed. Sets window.trace_start_ns/trace_end_ns/end_is_last_event.
+Result<TimeWindow> trace_bounds(sqlite3* db);
+
+// Loads and prepares (prepare_rows) the rows of the requested window. Errors, each one line with
+// a hint: an empty window, a --pid that is not in the trace or made no GPU call in the window,
+// a trace without any GPU API call.
+Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt);
+Result<TraceRows> load_trace(const store::TraceFile& file, const LoadOptions& opt);
+
+}  // namespace gpuwhy::analysis

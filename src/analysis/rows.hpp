@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rows explain works on: compact copies of the trace file's tables for one time window, loaded
+// once (loader.hpp) and then only read. Keeping them as plain structs in vectors sorted by
+// (tid, ts) is what lets every per-call join be a merge sweep instead of a query per call, and
+// what lets the detectors be unit-tested on hand-built rows without SQLite or a kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/window.hpp"
+#include "catalog/api_catalog.hpp"
+
+namespace gpuwhy::analysis {
+
+// An apis.id whose category the file does not name.
+inline constexpr Category kUnknownCategory = static_cast<Category>(0);
+
+// One GPU API call (api_calls). 64 bytes: ten million of them fit in memory.
+struct CallRow {
+  int64_t ts = 0;      // entry, wall ns
+  int64_t dur = 0;     // entry -> return
+  uint64_t bytes = 0;  // copy/memset/alloc size, collective payload; 0 when NULL
+  uint64_t addr = 0;   // copy dst, kernel, allocated/freed pointer, communicator
+  uint64_t addr2 = 0;  // copy src
+  uint32_t pid = 0, tid = 0;
+  int32_t ret = 0;   // 0 = success
+  uint16_t api = 0;  // apis.id
+  Category cat = kUnknownCategory;
+  int8_t dir = -1;  // CopyDir of a copy (after inference), -1 when unknown / not a copy
+  int64_t end() const { return ts + dur; }
+};
+
+// One off-CPU interval (offcpu). `other_*` is who took the CPU for a preemption and who woke the
+// thread for a blocked interval: the two questions explain asks of each kind.
+struct OffCpuRow {
+  int64_t ts = 0;   // switched out
+  int64_t dur = 0;  // until switched back in
+  int64_t runq =
+      0;  // the runnable tail: waiting for a CPU after the wake-up (all of it if preempted)
+  uint32_t pid = 0, tid = 0;
+  uint32_t other_pid = 0, other_tid = 0;
+  uint32_t other_comm = 0;  // strings.id, 0 when unknown
+  bool preempted = false;
+  uint16_t cpu = 0;  // where it was switched out (and, with affinity, usually where it resumes)
+  int64_t end() const { return ts + dur; }
+};
+
+struct SyscallRow {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint32_t nr = 0;
+  int64_t ret = 0;
+  int64_t end() const { return ts + dur; }
+};
+
+struct BlockIoRow {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t bytes = 0;
+  uint32_t op = 0;
+  uint32_t dev = 0;
+  int64_t end() const { return ts + dur; }
+};
+
+struct ReclaimRow {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t nr_reclaimed = 0;  // pages
+  int64_t end() const { return ts + dur; }
+};
+
+struct TcpRetransRow {
+  int64_t ts = 0;
+  uint32_t pid = 0, tid = 0;  // 0 when the retransmit ran in softirq context
+  std::string saddr, daddr;
+  uint32_t sport = 0, dport = 0;
+};
+
+// What explain needs to know about one apis row.
+struct ApiMeta {
+  std::string name;
+  Category cat = kUnknownCategory;
+  int8_t fixed_dir = -1;    // driver copies name their direction in the symbol
+  bool async = false;       // does not wait for earlier work (…Async, launches)
+  bool host_alloc = false;  // returns pinned host memory (cudaMallocHost, cudaHostAlloc, …)
+  bool host_free = false;   // releases pinned host memory
+  bool managed = false;     // unified memory: copies to/from it are not staged like pageable ones
+  bool device_alloc = false;
+};
+
+struct SessionRow {
+  std::string status;  // complete | recording
+  std::string host, kernel, agent_version, command_line, pid_filter;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;  // 0 when NULL
+  int64_t last_commit_ns = 0;
+  int64_t last_event_ns = 0;  // latest event end committed (0 when unknown)
+};
+
+struct ProcessRow {
+  uint32_t pid = 0;
+  int64_t start_ns = 0;
+  std::string comm, exe, cmdline;
+};
+
+struct ThreadRow {
+  uint32_t pid = 0, tid = 0;
+  std::string comm;
+};
+
+struct LossRow {
+  std::string source, cause;
+  uint64_t count = 0;
+};
+
+// Everything one explain run reads, for one window. Event vectors are sorted by (tid, ts) once
+// loaded (sort_rows); calls, offcpu, syscalls, block_io and reclaim hold only the processes that
+// made GPU API calls in the window, tcp holds every retransmit in the window.
+struct TraceRows {
+  SessionRow session;
+  TimeWindow window;
+  bool live = false;  // another process is still writing the file
+
+  std::vector<ApiMeta> apis;  // indexed by apis.id
+  std::unordered_map<uint32_t, std::string> syscall_names;
+  std::unordered_map<uint32_t, std::string> strings;  // strings.id -> task name
+  std::vector<ProcessRow> processes;
+  std::vector<ThreadRow> threads;
+  std::vector<LossRow> losses;
+  std::vector<std::pair<std::string, uint64_t>> event_counts;
+
+  std::vector<CallRow> calls;
+  // Allocation and free calls from the start of the trace to the window's end (any thread, sorted
+  // by ts): pinned host buffers are usually allocated once, long before the window looked at.
+  std::vector<CallRow> memory_calls;
+  std::vector<OffCpuRow> offcpu;
+  std::vector<SyscallRow> syscalls;
+  std::vector<BlockIoRow> block_io;
+  std::vector<ReclaimRow> reclaim;
+  std::vector<TcpRetransRow> tcp;
+
+  const ApiMeta& api(uint16_t id) const;
+  std::string_view api_name(uint16_t id) const { return api(id).name; }
+  std::string_view string(uint32_t id) const;
+  std::string syscall_name(uint32_t nr) const;
+  // Task names: the process's comm (processes, else its main thread), a thread's comm.
+  std::string process_name(uint32_t pid) const;
+  std::string thread_name(uint32_t tid) const;
+  int64_t rel(int64_t wall_ns) const { return wall_ns - window.trace_start_ns; }
+};
+
+// Fills the derived fields the file does not store (category, copy direction from the API's
+// name) and sorts every event vector by (tid, ts). Idempotent; the loader calls it, hand-built
+// rows in tests call it too.
+void prepare_rows(TraceRows& rows);
+
+// ApiMeta for one apis row (name + category text), the catalogue filling what the row leaves out.
+ApiMeta make_api_meta(std::string_view name, std::string_view category);
+// An ApiMeta table from the built-in catalogue (tests, files whose apis table is empty).
+std::vector<ApiMeta> catalog_api_table();
+
+// The category name stored in apis.category ("launch", "copy", ...) -> Category.
+Category category_from_name(std::string_view name);
+
+}  // namespace gpuwhy::analysis

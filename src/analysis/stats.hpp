@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Statistics: per operation (API name) over the window, per process and per thread broken down by
+// operation, and the launch rate over time with the point where it dropped. Percentiles are per
+// (scope, operation): a p99 that mixes 5 µs launches with 20 ms syncs would describe neither.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/joins.hpp"
+#include "analysis/percentile.hpp"
+#include "analysis/rows.hpp"
+
+namespace gpuwhy::analysis {
+
+struct OpStats {
+  uint16_t api = 0;
+  std::string name;
+  Category cat = kUnknownCategory;
+  DurStats dur;
+  uint64_t errors = 0;  // calls that returned non-zero
+  uint64_t bytes = 0;   // copies, memsets, allocations, collectives
+};
+
+struct ThreadStats {
+  uint32_t pid = 0, tid = 0;
+  std::string comm;
+  uint64_t calls = 0;
+  int64_t first_ns = 0, last_ns = 0;  // active span: first call .. last call end
+  int64_t api_ns = 0;                 // time inside GPU API calls (nested calls once)
+  OffCpuParts off;                    // off-CPU inside the active span
+  std::vector<OpStats> ops;           // most total time first
+};
+
+struct ProcessStats {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t calls = 0;
+  int64_t first_ns = 0, last_ns = 0;
+  int64_t api_ns = 0;  // summed over its threads
+  std::vector<OpStats> ops;
+  std::vector<ThreadStats> threads;  // most calls first
+};
+
+// Where a rate series fell and stayed down.
+struct RateDrop {
+  bool found = false;
+  size_t at = 0;      // first interval of the lower level (index into RateSeries::counts)
+  int64_t at_ns = 0;  // its start, wall ns
+  double before_per_s = 0, after_per_s = 0;
+  double drop() const { return before_per_s > 0 ? 1.0 - after_per_s / before_per_s : 0.0; }
+};
+
+// Events per fixed interval over a process's active span. Intervals are aligned to the window's
+// start so that "+5.000 s" in the report is an interval boundary.
+struct RateSeries {
+  uint32_t pid = 0;
+  std::string comm;
+  std::string what;  // "launches" (kernel and graph launches), or "calls" for a launch-less process
+  int64_t start_ns = 0;  // start of interval 0, wall ns
+  int64_t interval_ns = 0;
+  std::vector<uint32_t> counts;
+  std::vector<int64_t> covered_ns;  // part of each interval inside the active span
+  RateDrop drop;
+  double rate(size_t i) const;  // per second, over the covered part
+};
+
+struct Stats {
+  uint64_t calls = 0;
+  std::vector<OpStats> ops;             // whole window, most total time first
+  std::vector<ProcessStats> processes;  // most calls first
+  std::vector<RateSeries> rates;        // one per process with enough events
+};
+
+// `min_drop`: the fall of the launch rate reported as a drop (Thresholds::rate_drop).
+Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop = 0.30);
+
+// A round interval (10 ms .. 1 h) giving at most `max_intervals` over `span_ns`.
+int64_t choose_interval(int64_t span_ns, int max_intervals = 30);
+
+// Builds a series from event times (any order) over [span_start, span_end].
+RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,
+                            int64_t span_end);
+
+// Finds the best single step down in `rates` (one value per interval): the split maximising the
+// drop weighted by how many intervals support it; reported only when both the means and the
+// medians of the two sides differ by more than `min_drop` and each side has two intervals.
+RateDrop find_rate_drop(const std::vector<double>& rates, double min_drop);
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: Apache-2.0
+// Each detector on a hand-built trace where the answer is planted: the right kind, the right
+// culprit by name and id, a share of wall time close to what was planted, and nothing on a clean
+// trace.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "analysis/explain.hpp"
+#include "analysis_test_util.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+using testing::kMs;
+using testing::kUs;
+using testing::RowsBuilder;
+
+constexpr uint32_t kTrainer = 100;
+
+// A training loop on tid 100: every `step_ms`, five 5 µs launches 50 µs apart, then at +0.3 ms a
+// sync of `sync_ms` (the GPU working through them). With sync_ms = step_ms - 0.35 the next step
+// starts 50 µs after the sync returns: a healthy, GPU-bound loop.
+void train(RowsBuilder& b, double from_ms, double to_ms, double step_ms, double sync_ms,
+           uint32_t pid = kTrainer, uint32_t tid = kTrainer) {
+  for (double t = from_ms; t + step_ms <= to_ms + 1e-9; t += step_ms) {
+    for (int k = 0; k < 5; ++k) b.call(pid, tid, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+    b.call(pid, tid, "cudaStreamSynchronize", t + 0.3, static_cast<int64_t>(sync_ms * kMs));
+  }
+}
+
+const Chain* find(const Report& r, std::string_view kind) {
+  for (const Chain& c : r.chains)
+    if (c.kind == kind) return &c;
+  return nullptr;
+}
+
+std::string kinds(const Report& r) {
+  std::string s;
+  for (const Chain& c : r.chains) s += c.kind + "(" + std::to_string(c.share()) + ") ";
+  return s;
+}
+
+TEST(AnalysisDetectors, CleanTraceHasNoChainAndSaysSo) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer").thread(kTrainer, 107, "cuda-evt");
+  train(b, 0, 10'000, 10, 9.65);
+  // Asleep inside each sync until the runtime's event thread wakes it: how a sync waits.
+  for (double t = 0; t < 10'000; t += 10)
+    b.block(kTrainer, kTrainer, t + 0.4, 9 * kMs, kTrainer, 107, "cuda-evt");
+  const Report r = analyze(b.build());
+  EXPECT_TRUE(r.chains.empty()) << kinds(r);
+  EXPECT_TRUE(r.clean);
+  EXPECT_EQ(r.verdict.rfind("CLEAN", 0), 0u) << r.verdict;
+  EXPECT_TRUE(r.caveats.empty());
+  ASSERT_FALSE(r.stats.ops.empty());
+  EXPECT_EQ(r.stats.ops[0].name, "cudaStreamSynchronize");
+  EXPECT_EQ(r.stats.ops[0].dur.count, 1000u);
+  ASSERT_EQ(r.stats.rates.size(), 1u);
+  EXPECT_FALSE(r.stats.rates[0].drop.found);
+}
+
+TEST(AnalysisDetectors, CpuContentionNamesTheCoRunner) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 5.6);
+  // cpu_hog takes the trainer's CPU for 4.05 ms of every 10 ms step, right after the sync.
+  for (double t = 0; t < 10'000; t += 10)
+    b.preempt(kTrainer, kTrainer, t + 5.9, 4050 * kUs, 4242, "cpu_hog");
+  const Report r = analyze(b.build());
+  ASSERT_FALSE(r.chains.empty());
+  const Chain& c = r.chains.front();
+  EXPECT_EQ(c.kind, "cpu_contention") << kinds(r);
+  EXPECT_EQ(c.severity, Severity::High);
+  ASSERT_TRUE(c.culprit.has_value());
+  EXPECT_EQ(c.culprit->pid, 4242u);
+  EXPECT_EQ(c.culprit->comm, "cpu_hog");
+  EXPECT_EQ(c.thread.tid, kTrainer);
+  EXPECT_NEAR(c.share(), 0.405, 0.01);
+  EXPECT_EQ(r.chains.size(), 1u) << kinds(r);
+  EXPECT_NE(c.fix.find("renice +19 -p 4242"), std::string::npos) << c.fix;
+  EXPECT_FALSE(r.clean);
+  EXPECT_EQ(r.verdict.rfind("HIGH: CPU contention", 0), 0u) << r.verdict;
+}
+
+TEST(AnalysisDetectors, PreemptionInsideCallsIsLinkedToSlowCalls) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 1);
+  // One launch in a hundred is preempted for 2 ms inside the call.
+  for (int i = 0; i < 1000; i += 10) {
+    const double t = i * 10 + 0.05;
+    b.rows().calls.erase(b.rows().calls.begin());  // keep counts honest: replace, don't add
+    b.call(kTrainer, kTrainer, "cudaLaunchKernel", t, 2 * kMs + 5 * kUs);
+    b.preempt(kTrainer, kTrainer, t + 0.002, 2 * kMs, 4242, "cpu_hog");
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "cpu_contention");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  bool linked = false;
+  for (const Evidence& e : c->evidence)
+    linked |= e.text.find("slowest cudaLaunchKernel calls") != std::string::npos &&
+              e.text.find("preempted for more than half") != std::string::npos;
+  EXPECT_TRUE(linked);
+}
+
+TEST(AnalysisDetectors, LockWaitNamesTheSiblingThread) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer")
+      .thread(kTrainer, 105, "ckpt_writer")
+      .thread(kTrainer, 107, "cuda-evt");
+  train(b, 0, 10'000, 10, 5);
+  for (double t = 0; t < 10'000; t += 10) {
+    // Asleep inside the sync, woken by the runtime's own thread: expected, not blamed.
+    b.block(kTrainer, kTrainer, t + 0.4, 4 * kMs, kTrainer, 107, "cuda-evt");
+    // Between steps: a futex wait of 4.6 ms that ckpt_writer ends.
+    b.block(kTrainer, kTrainer, t + 5.35, 4600 * kUs, kTrainer, 105, "ckpt_writer");
+    b.syscall(kTrainer, kTrainer, 202, t + 5.35, 4600 * kUs);
+    b.syscall(kTrainer, 105, 1, t + 5.3, 4 * kMs);  // the writer's write() meanwhile
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "lock_wait");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_EQ(c, &r.chains.front());
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->tid, 105u);
+  EXPECT_EQ(c->culprit->comm, "ckpt_writer");
+  EXPECT_NEAR(c->share(), 0.46, 0.01);
+  EXPECT_EQ(c->severity, Severity::High);
+  bool futex = false, write = false;
+  for (const Evidence& e : c->evidence) {
+    futex |= e.text.find("futex") != std::string::npos;
+    write |= e.text.find("write") != std::string::npos;
+  }
+  EXPECT_TRUE(futex);
+  EXPECT_TRUE(write);
+}
+
+TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  for (double t = 0; t < 10'000; t += 10) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+    // loss.item(): 4 bytes back, waits 6.5 ms for the kernels; then 3 ms of host work.
+    b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
+  }
+  const Report r = analyze(b.build());
+  ASSERT_FALSE(r.chains.empty());
+  const Chain& c = r.chains.front();
+  EXPECT_EQ(c.kind, "hidden_sync") << kinds(r);
+  EXPECT_NEAR(c.share(), 0.32, 0.01);  // 3.2 ms of idle queue per 10 ms step
+  EXPECT_NE(c.fix.find(".item()"), std::string::npos);
+  EXPECT_EQ(find(r, "transfer_bound"), nullptr) << "a 4-byte read-back is a sync, not a transfer";
+}
+
+TEST(AnalysisDetectors, OneSyncPerLongStepIsNotFlagged) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  // GPU-bound: the host re-launches 20 µs after each sync returns.
+  for (double t = 0; t < 10'000; t += 100) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.02 + 0.01 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 0.1, 99'880 * kUs);
+  }
+  const Report r = analyze(b.build());
+  EXPECT_EQ(find(r, "hidden_sync"), nullptr) << kinds(r);
+}
+
+TEST(AnalysisDetectors, TransferBoundWithPageableMemory) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  for (double t = 0; t < 10'000; t += 10) {
+    b.call(kTrainer, kTrainer, "cudaMemcpy", t, 6 * kMs, 64ull << 20, 1, 0x10000, 0x7f0000000000);
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 6.1 + 0.05 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 6.5, 3 * kMs);
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "transfer_bound");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_EQ(c, &r.chains.front());
+  EXPECT_NEAR(c->share(), 0.60, 0.01);
+  EXPECT_NE(c->title.find("pageable"), std::string::npos);
+  EXPECT_NE(c->fix.find("pin_memory=True"), std::string::npos);
+}
+
+TEST(AnalysisDetectors, PinnedBuffersAreRecognised) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  b.call(kTrainer, kTrainer, "cudaMallocHost", 0, 1 * kMs, 128ull << 20, -1, 0x7f0000000000);
+  for (double t = 10; t < 10'000; t += 10) {
+    b.call(kTrainer, kTrainer, "cudaMemcpy", t, 6 * kMs, 64ull << 20, 1, 0x10000, 0x7f0000000000);
+    b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 6.1, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 6.5, 3 * kMs);
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "transfer_bound");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_EQ(c->title.find("pageable"), std::string::npos) << c->title;
+  EXPECT_NE(c->fix.find("overlap copies"), std::string::npos);
+}
+
+TEST(AnalysisDetectors, AllocatorChurnInsideTheLoop) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  for (double t = 0; t < 10'000; t += 10) {
+    b.call(kTrainer, kTrainer, "cudaMalloc", t, 2 * kMs, 64ull << 20, -1, 0x100000);
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 2.1 + 0.05 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 2.5, 5 * kMs);
+    b.call(kTrainer, kTrainer, "cudaFree", t + 7.6, 1 * kMs, 0, -1, 0x100000);
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "alloc_churn");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_NEAR(c->share(), 0.30, 0.01);
+  EXPECT_NE(c->fix.find("empty_cache"), std::string::npos);
+}
+
+TEST(AnalysisDetectors, StartUpAllocationsAreNotChurn) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  for (int i = 0; i < 50; ++i) b.call(kTrainer, kTrainer, "cudaMalloc", i * 2, 1 * kMs, 1 << 20);
+  train(b, 100, 10'000, 10, 9.65);
+  const Report r = analyze(b.build());
+  EXPECT_EQ(find(r, "alloc_churn"), nullptr) << kinds(r);
+}
+
+TEST(AnalysisDetectors, RateDropAttributedToTheNewCoRunner) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 5'000, 5, 4.65);
+  // From +5 s, stress (pid 777) takes 5 ms of every step: steps now take 10 ms.
+  train(b, 5'000, 10'000, 10, 4.65);
+  for (double t = 5'000; t < 10'000; t += 10)
+    b.preempt(kTrainer, kTrainer, t + 4.95, 5 * kMs, 777, "stress");
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "rate_drop");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->comm, "stress");
+  EXPECT_EQ(c->culprit->pid, 777u);
+  EXPECT_NEAR(static_cast<double>(c->first_ns) / 1e9, 5.0, 0.5);
+  EXPECT_NEAR(c->share(), 0.25, 0.03);  // half the rate over the second half
+  ASSERT_EQ(r.stats.rates.size(), 1u);
+  EXPECT_NEAR(r.stats.rates[0].drop.drop(), 0.5, 0.05);
+  EXPECT_NE(find(r, "cpu_contention"), nullptr);
+}
+
+TEST(AnalysisDetectors, IoStallOnTheDispatchThread) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 6.65);
+  for (double t = 0; t < 10'000; t += 10) {
+    b.syscall(kTrainer, kTrainer, 1, t + 6.95, 2 * kMs);   // write
+    b.syscall(kTrainer, kTrainer, 74, t + 8.95, 1 * kMs);  // fsync
+    b.block_io(kTrainer, kTrainer, t + 8.95, 900 * kUs, 1 << 20);
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "io_stall");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_NEAR(c->share(), 0.30, 0.01);
+  EXPECT_NE(c->evidence[0].text.find("write"), std::string::npos);
+  EXPECT_NE(c->evidence[1].text.find("block I/O"), std::string::npos);
+}
+
+TEST(AnalysisDetectors, DirectReclaimStalls) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 8.15);
+  for (double t = 0; t < 10'000; t += 10) b.reclaim(kTrainer, kTrainer, t + 8.45, 1500 * kUs, 256);
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "memory_reclaim");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_NEAR(c->share(), 0.15, 0.01);
+  EXPECT_EQ(c->severity, Severity::Medium);
+}
+
+// Two ranks doing an all-reduce every 20 ms; rank 301 always arrives `late_ms` after rank 300.
+void ranks(RowsBuilder& b, double late_ms) {
+  b.process(300, "rank0").process(301, "rank1");
+  for (double t = 0; t < 10'000; t += 20) {
+    for (uint32_t pid : {300u, 301u}) {
+      const double arrive = t + 1 + (pid == 301 ? late_ms : 0);
+      const double done = t + 2 + late_ms;
+      b.call(pid, pid, "cudaLaunchKernel", t, 5 * kUs);
+      b.call(pid, pid, "ncclAllReduce", arrive, static_cast<int64_t>((done - arrive) * kMs),
+             1 << 20);
+    }
+  }
+}
+
+TEST(AnalysisDetectors, NcclStragglerIsTheRankThatArrivesLast) {
+  RowsBuilder b;
+  ranks(b, 5);
+  for (double t = 0; t < 10'000; t += 20) b.preempt(301, 301, t + 0.5, 5 * kMs, 4242, "cpu_hog");
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "nccl_straggler");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->pid, 301u);
+  EXPECT_EQ(c->process.pid, 300u);
+  EXPECT_NEAR(c->share(), 0.25, 0.01);  // rank0 waits 5 ms of every 20
+  EXPECT_NE(c->fix.find("cpu_hog"), std::string::npos) << c->fix;
+}
+
+TEST(AnalysisDetectors, StragglerFoundByWhoWakesTheBarrier) {
+  // As NCCL over a shared-memory barrier: all ranks enter the call together, the straggler
+  // sleeps inside it first, the others sleep in the barrier until its arrival wakes them.
+  RowsBuilder b;
+  b.process(300, "rank0").process(301, "rank1").process(302, "rank2");
+  for (double t = 0; t < 10'000; t += 20) {
+    for (uint32_t pid : {300u, 301u, 302u}) {
+      b.call(pid, pid, "cudaLaunchKernel", t, 5 * kUs);
+      b.call(pid, pid, "ncclAllReduce", t + 1, 6 * kMs, 1 << 20);
+    }
+    b.block(302, 302, t + 1.01, 5 * kMs, 0, 0, "swapper/2");  // the straggler's own delay
+    b.block(300, 300, t + 1.02, 5 * kMs - 10 * kUs, 302, 302, "rank2");
+    b.block(301, 301, t + 1.02, 5 * kMs - 10 * kUs, 302, 302, "rank2");
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "nccl_straggler");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->pid, 302u);
+  EXPECT_NEAR(c->share(), 0.25, 0.01);
+  EXPECT_EQ(find(r, "lock_wait"), nullptr) << "other processes waking a rank is not a lock";
+}
+
+TEST(AnalysisDetectors, BalancedRanksHaveNoStraggler) {
+  RowsBuilder b;
+  ranks(b, 0.02);
+  const Report r = analyze(b.build());
+  EXPECT_EQ(find(r, "nccl_straggler"), nullptr) << kinds(r);
+}
+
+TEST(AnalysisDetectors, TcpRetransmitsDuringCollectives) {
+  RowsBuilder b;
+  b.process(300, "rank0");
+  for (double t = 0; t < 10'000; t += 20) {
+    b.call(300, 300, "cudaLaunchKernel", t, 5 * kUs);
+    const bool hit = static_cast<int>(t) % 200 == 0;  // one in ten waits out a 200 ms RTO
+    b.call(300, 300, "ncclAllReduce", t + 1, (hit ? 12 : 2) * kMs, 1 << 20);
+    if (hit) b.retransmit(t + 3, "10.0.0.2", 5000);
+  }
+  b.retransmit(15, "10.0.0.9", 22);  // outside any collective
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "tcp_retransmits");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_NEAR(c->share(), 0.05, 0.005);  // 10 ms extra on 50 of 500 collectives over 10 s
+  EXPECT_NE(c->evidence[0].text.find("10.0.0.2:5000"), std::string::npos);
+}
+
+TEST(AnalysisDetectors, ChainsAreRankedAndSmallOnesDropped) {
+  Thresholds th;
+  std::vector<Chain> v(3);
+  v[0].kind = "a";
+  v[0].lost_ns = 2 * kMs;
+  v[0].span_ns = 1000 * kMs;  // 0.2%: dropped
+  v[1].kind = "b";
+  v[1].lost_ns = 100 * kMs;
+  v[1].span_ns = 1000 * kMs;
+  v[2].kind = "c";
+  v[2].lost_ns = 300 * kMs;
+  v[2].span_ns = 1000 * kMs;
+  const std::vector<Chain> ranked = rank_chains(v, th);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].kind, "c");
+  EXPECT_EQ(ranked[0].severity, Severity::High);
+  EXPECT_EQ(ranked[1].severity, Severity::Medium);
+  EXPECT_EQ(grade(0.019, th), Severity::Low);
+}
+
+TEST(AnalysisDetectors, LossesAndIncompleteTracesAreCaveats) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 1'000, 10, 9.65);
+  b.loss("bpf", "ringbuf_full", 1200).loss("reader", "queue_full", 34);
+  b.rows().session.status = "recording";
+  const Report r = analyze(b.build());
+  ASSERT_GE(r.caveats.size(), 3u);
+  EXPECT_EQ(r.caveats[0].kind, "lost_events");
+  EXPECT_NE(r.caveats[0].text.find("1,234 events"), std::string::npos);
+  EXPECT_EQ(r.caveats[1].kind, "incomplete");
+  EXPECT_EQ(r.caveats[2].kind, "no_sched");
+}
+
+TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {
+  std::set<std::string_view> kinds;
+  for (const Detector& d : detectors()) {
+    EXPECT_TRUE(kinds.insert(d.kind).second) << d.kind;
+    EXPECT_NE(d.run, nullptr);
+  }
+  EXPECT_EQ(kinds.size(), 10u);
+}
+
+}  // namespace
+}  // namespace gpuwhy::analysis

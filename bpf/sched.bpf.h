@@ -128,7 +128,12 @@ static __always_inline void gw_note_wakeup(struct task_struct *p)
 	bpf_get_current_comm(o->waker_comm, sizeof(o->waker_comm));
 }
 
-SEC("tp_btf/sched_wakeup")
+/*
+ * sched_waking, not sched_wakeup: it fires in the waker's own context. A wake-up of a task whose
+ * CPU is idle is queued to that CPU (TTWU_QUEUE) and sched_wakeup then fires there in the idle
+ * task, which would name "swapper/N" as the waker of a thread a sibling's futex_wake released.
+ */
+SEC("tp_btf/sched_waking")
 int BPF_PROG(gw_sched_wakeup, struct task_struct *p)
 {
 	gw_note_wakeup(p);

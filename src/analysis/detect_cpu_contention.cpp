@@ -72,7 +72,8 @@ Split split_preemptors(const Context& ctx, const ThreadSummary& t) {
 void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
   const Split sp = split_preemptors(ctx, t);
   // Without enough preemptions there is no culprit to blame run-queue waits on.
-  if (sp.counted.empty() || sp.preempted < ctx.th.low_share * t.span_ns()) return;
+  // Waiting to run after a wake-up, behind a busy CPU, is contention too, preempted or not.
+  if (sp.counted.empty() || sp.preempted + sp.waits < ctx.th.low_share * t.span_ns()) return;
   const int64_t lost = sp.preempted + sp.waits;
   const Culprit& top = sp.counted.front();
   const bool dominant = top.ns + top.wait_ns >= ctx.th.dominant * static_cast<double>(lost);
@@ -177,7 +178,7 @@ void detect_cpu_contention(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, const ThreadSummary*> worst;
   for (const ThreadSummary& t : ctx.joins.threads) {
     const ThreadSummary*& w = worst[t.pid];
-    if (!w || t.off.preempted > w->off.preempted) w = &t;
+    if (!w || t.off.preempted + t.off.wakeup > w->off.preempted + w->off.wakeup) w = &t;
   }
   for (const auto& [pid, t] : worst) one_thread(ctx, *t, out);
 }

@@ -87,12 +87,24 @@ void summarize_offcpu(const TraceRows& rows, const Segments& calls,
     });
     top_on_cpu[cpu] = best->first;
   }
-  for (size_t k = ob; k < oe && !top_on_cpu.empty(); ++k) {
+  // A CPU with no preemption of this thread: the wait goes to the task that took the CPU when the
+  // thread went to sleep, unless that was the idle task (then nothing was in the way).
+  for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = rows.offcpu[k];
     if (o.preempted) continue;
     const int64_t wait = clip_offcpu(o, t.first_ns, t.last_ns).wakeup;
+    if (wait <= 0) continue;
     auto it = top_on_cpu.find(o.cpu);
-    if (wait > 0 && it != top_on_cpu.end()) t.preemptors[pre_index[it->second]].wait_ns += wait;
+    if (it != top_on_cpu.end()) {
+      t.preemptors[pre_index[it->second]].wait_ns += wait;
+    } else if (o.next_pid != 0) {
+      OffCpuRow holder = o;
+      holder.other_pid = o.next_pid;
+      holder.other_tid = o.next_tid;
+      holder.other_comm = o.next_comm;
+      add_culprit(t.preemptors, pre_index, preemptor_key(holder), holder, 0, 0);
+      t.preemptors[pre_index[preemptor_key(holder)]].wait_ns += wait;
+    }
   }
   sort_culprits(t.preemptors);
   sort_culprits(t.wakers);

@@ -273,6 +273,9 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         o.other_pid = static_cast<uint32_t>(q.i64(base));
         o.other_tid = static_cast<uint32_t>(q.i64(base + 1));
         o.other_comm = static_cast<uint32_t>(q.i64(base + 2));
+        o.next_pid = static_cast<uint32_t>(q.i64(6));
+        o.next_tid = static_cast<uint32_t>(q.i64(7));
+        o.next_comm = static_cast<uint32_t>(q.i64(8));
         o.cpu = static_cast<uint16_t>(q.i64(12));
         out.push_back(o);
       },

@@ -46,6 +46,9 @@ struct OffCpuRow {
   uint32_t other_comm = 0;  // strings.id, 0 when unknown
   bool preempted = false;
   uint16_t cpu = 0;  // where it was switched out (and, with affinity, usually where it resumes)
+  // The task that took the CPU when this one left (same as other_* for a preemption): for a
+  // sleep, the likely holder of the CPU when the wake-up had to wait for it.
+  uint32_t next_pid = 0, next_tid = 0, next_comm = 0;
   int64_t end() const { return ts + dur; }
 };
 

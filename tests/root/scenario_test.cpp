@@ -114,7 +114,7 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
 INSTANTIATE_TEST_SUITE_P(
     Planted, Scenarios,
     ::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},
-                      Scenario{"contention", {"--steps", "150"}, "cpu_contention"},
+                      Scenario{"contention", {"--steps", "150", "--hog-threads", "3"}, "cpu_contention"},
                       Scenario{"lock", {"--steps", "150"}, "lock_wait"},
                       Scenario{"hidden-sync", {"--steps", "150"}, "hidden_sync"},
                       Scenario{"transfer", {"--steps", "40"}, "transfer_bound"},

@@ -157,7 +157,7 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 	rec->lib = GW_COOKIE_LIB(cookie);
 	rec->stack_id = p->stack_id;
 	bpf_map_delete_elem(&gw_pending, &key);
-	gw_submit_event(rec);
+	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }
 

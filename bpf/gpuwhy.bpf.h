@@ -80,13 +80,15 @@ static __always_inline void *gw_reserve_event(__u32 size)
 	return rec;
 }
 
-/* Submit without waking the reader (it polls every few ms) unless the ring is filling up: one
- * wakeup per event would cost more than the event itself. */
-static __always_inline void gw_submit_event(void *rec)
+/* Submit without waking the reader (it polls every few ms) unless this record is the one that
+ * fills the ring past the wake-up mark: one wakeup per event would cost more than the event, and
+ * forcing one on every record once the reader is behind made each traced call 4x dearer. */
+static __always_inline void gw_submit_event(void *rec, __u32 size)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 avail = bpf_ringbuf_query(&gw_events, BPF_RB_AVAIL_DATA);
 
-	if (bpf_ringbuf_query(&gw_events, BPF_RB_AVAIL_DATA) >= gw_cfg.wakeup_bytes)
+	if (avail >= gw_cfg.wakeup_bytes && avail < (__u64)gw_cfg.wakeup_bytes + 2 * size)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(rec, flags);
 }

@@ -91,7 +91,7 @@ static __always_inline void gw_switch_in(struct task_struct *next, __u64 now)
 	__builtin_memcpy(rec->waker_comm, o->waker_comm, GW_COMM_LEN);
 	rec->preempted = o->preempted;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
-	gw_submit_event(rec);
+	gw_submit_event(rec, sizeof(*rec));
 done:
 	bpf_map_delete_elem(&gw_offcpu_open, &tid);
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Analysis on a large trace: bench/gen_trace writes a realistic $EVENTS-event trace (api_calls and
+# offcpu rows of 4 training processes, 3 threads each, through store::TraceWriter, the agent's
+# own write path), reporting the writer's rows/s, the final index build and bytes per event; then
+# each command below is timed $RUNS times (wall clock around the process, peak RSS from GNU time;
+# first run included, the file is in the page cache after gen_trace wrote it).
+#
+# usage: bench/analysis.sh   (env: EVENTS=10000000 RUNS=5 KEEP=0)
+source "$(dirname "$0")/lib/common.sh"
+need_file "$GPUWHY" "$GEN_TRACE"
+[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time, package 'time') is needed"
+
+EVENTS=${EVENTS:-10000000}
+DB=$GW_BENCH_OUT/analysis-$EVENTS.db
+TSV=$GW_BENCH_OUT/analysis.tsv
+echo -e "command\trun\tseconds\tmax_rss_kib" >"$TSV"
+
+log "gen_trace: $EVENTS events -> $DB"
+GEN=$("$GEN_TRACE" --out "$DB" --events "$EVENTS")
+echo "$GEN" >"$GW_BENCH_OUT/gen_trace.json"
+log "$GEN"
+
+# A thread and a one-second window in the middle of the trace, for the indexed query.
+TID=$(sqlite3 "$DB" "SELECT tid FROM threads WHERE comm = 'trainer' ORDER BY tid LIMIT 1")
+MID=$(sqlite3 "$DB" "SELECT (min(ts) + max(ts)) / 2 FROM api_calls")
+
+declare -A CMD
+NAMES=(explain explain_since_1m q_thread_offcpu q_calls_by_api q_thread_window)
+CMD[explain]="$GPUWHY explain --db $DB"
+CMD[explain_since_1m]="$GPUWHY explain --db $DB --since 1m"
+CMD[q_thread_offcpu]="$GPUWHY query --db $DB \"SELECT * FROM v_thread_offcpu ORDER BY offcpu_ns DESC LIMIT 5\""
+CMD[q_calls_by_api]="$GPUWHY query --db $DB \"SELECT name, count(*), sum(dur) FROM v_calls GROUP BY name ORDER BY 3 DESC\""
+CMD[q_thread_window]="$GPUWHY query --db $DB \"SELECT count(*), sum(dur) FROM api_calls WHERE tid = $TID AND ts BETWEEN $MID AND $MID + 1000000000\""
+
+for ((r = 1; r <= RUNS; r++)); do
+  for name in "${NAMES[@]}"; do
+    t0=$(date +%s%N)
+    rss=$(eval "/usr/bin/time -f '%M' ${CMD[$name]}" 2>&1 >"$GW_BENCH_OUT/analysis-$name.out" | tail -1)
+    secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN {printf "%.3f", (b - a) / 1e9}')
+    echo -e "$name\t$r\t$secs\t$rss" >>"$TSV"
+    log "$name run $r: $secs s, $rss KiB"
+  done
+done
+[ "${KEEP:-0}" = 1 ] || rm -f "$DB"*
+
+{
+  echo "### Analysis on a ${EVENTS}-event trace"
+  echo
+  echo "$(machine_line). gen_trace: $GEN"
+  echo
+  echo "| command | seconds median [min..max] | peak RSS MiB (median) |"
+  echo "| --- | --- | --- |"
+  for name in "${NAMES[@]}"; do
+    read -r m lo hi _ < <(awk -F'\t' -v c="$name" '$1 == c {print $3}' "$TSV" | stats)
+    rss=$(awk -F'\t' -v c="$name" '$1 == c {print $4 / 1024}' "$TSV" | median)
+    echo "| \`${CMD[$name]//$DB/DB}\` | $m [$lo..$hi] | $(printf %.0f "$rss") |"
+  done
+} | sed "s|$GPUWHY|gpuwhy|g" | tee "$GW_BENCH_OUT/analysis.md"

@@ -134,7 +134,7 @@ static __always_inline void gw_note_wakeup(struct task_struct *p)
  * task, which would name "swapper/N" as the waker of a thread a sibling's futex_wake released.
  */
 SEC("tp_btf/sched_waking")
-int BPF_PROG(gw_sched_wakeup, struct task_struct *p)
+int BPF_PROG(gw_sched_waking, struct task_struct *p)
 {
 	gw_note_wakeup(p);
 	return 0;

@@ -125,7 +125,7 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   auto* pr = &skel_->progs;
   const Entry entries[] = {
       {HostFamily::Sched, pr->gw_sched_switch, true, true},
-      {HostFamily::Sched, pr->gw_sched_wakeup, true, true},
+      {HostFamily::Sched, pr->gw_sched_waking, true, true},
       {HostFamily::Proc, pr->gw_exec, true, true},
       {HostFamily::Proc, pr->gw_fork, true, true},
       {HostFamily::Proc, pr->gw_exit, true, true},

@@ -13,6 +13,7 @@
 
 #include "core/clock.hpp"
 #include "gpuwhy/abi/events.h"
+#include "store/checkpointer.hpp"
 #include "store/embedded_sql.hpp"
 #include "store/event_tables.hpp"
 #include "store/lookup_tables.hpp"
@@ -73,6 +74,7 @@ std::string_view schema_sql() {
 
 struct TraceWriter::Impl {
   ~Impl() {
+    checkpointer.reset();
     // Statements first: SQLite closes a connection only once they are finalized.
     tables.reset();
     strings.reset();
@@ -85,6 +87,7 @@ struct TraceWriter::Impl {
 
   std::optional<WriterLock> lock;  // destroyed last: the file stays ours until it is closed
   sqlite3* db = nullptr;
+  std::unique_ptr<Checkpointer> checkpointer;  // declared after db: stopped before db closes
   std::optional<EventTables> tables;
   std::optional<Interner> strings;
   Stmt begin, commit, rollback, session_commit;
@@ -163,6 +166,15 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                      "creating " + path);
       !st)
     return st.error();
+
+  // Checkpoints move to a thread of their own once the file exists; if that thread cannot start,
+  // SQLite's automatic checkpoints stay on.
+  // The writer still checkpoints when the log passes 64 MiB: only a checkpoint that finds every
+  // frame copied lets the next commit restart the log, so this bounds its size, and by then the
+  // background thread has copied (and synced) nearly all of it.
+  impl->checkpointer = Checkpointer::start(path);
+  if (impl->checkpointer)
+    (void)exec(db, "PRAGMA wal_autocheckpoint=16384", "configuring " + path);
 
   auto tables = EventTables::prepare(db);
   if (!tables) return tables.error();
@@ -411,6 +423,7 @@ uint64_t TraceWriter::bytes_on_disk() const {
 Status TraceWriter::finish(int64_t end_ns) {
   Impl& m = *impl_;
   if (m.finished) return {};
+  m.checkpointer.reset();  // the final checkpoint below runs alone
   sqlite3* db = m.db;
   // Status and indexes commit together: a trace marked complete always has its indexes.
   if (auto st = exec(db, "BEGIN IMMEDIATE", "finishing " + path_); !st) return st;

@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},
                       Scenario{"contention", {"--steps", "150", "--hog-threads", "3"}, "cpu_contention"},
                       Scenario{"lock", {"--steps", "150"}, "lock_wait"},
-                      Scenario{"hidden-sync", {"--steps", "150"}, "hidden_sync"},
+                      Scenario{"hidden-sync", {"--steps", "150", "--kernel-scale", "2"}, "hidden_sync"},
                       Scenario{"transfer", {"--steps", "40"}, "transfer_bound"},
                       Scenario{"alloc-churn", {"--steps", "100"}, "alloc_churn"},
                       Scenario{"launch-drop", {"--steps", "300"}, "rate_drop"},

@@ -45,13 +45,7 @@ bool recurring(const Context& ctx, const Churn& c) {
 
 void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
   const ThreadSummary& t = *c.t;
-  Chain ch;
-  ch.kind = "alloc_churn";
-  ch.title = "Allocator churn in the loop";
-  ch.process = ctx.process(t.pid);
-  ch.thread = ctx.thread(t.pid, t.tid);
-  ch.lost_ns = c.ns;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(t, "alloc_churn", "Allocator churn in the loop", c.ns);
   ch.first_ns = ctx.rel(ctx.rows.calls[c.idx.front()].ts);
   ch.last_ns = ctx.rel(ctx.rows.calls[c.idx.back()].end());
   const double per_s = static_cast<double>(c.idx.size()) * 1e9 / static_cast<double>(t.span_ns());

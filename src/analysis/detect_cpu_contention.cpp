@@ -77,19 +77,14 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   const int64_t lost = sp.preempted + sp.waits;
   const Culprit& top = sp.counted.front();
   const bool dominant = top.ns + top.wait_ns >= ctx.th.dominant * static_cast<double>(lost);
-  const Task victim_proc = ctx.process(t.pid);
-  const Task victim = ctx.thread(t.pid, t.tid);
   const bool same_process = top.pid == t.pid;
   const Task culprit = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/same_process);
 
-  Chain ch;
-  ch.kind = "cpu_contention";
-  ch.title = same_process ? "CPU oversubscription" : "CPU contention";
-  ch.process = victim_proc;
-  ch.thread = victim;
-  ch.lost_ns = lost;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(t, "cpu_contention",
+                              same_process ? "CPU oversubscription" : "CPU contention", lost);
   if (dominant) ch.culprit = culprit;
+  const Task& victim_proc = ch.process;
+  const Task& victim = ch.thread;
 
   // When, and the longest single preemption.
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);

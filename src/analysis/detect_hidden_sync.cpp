@@ -121,14 +121,10 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   }
   const bool mostly_readbacks = u.readbacks * 2 >= n;
 
-  Chain ch;
-  ch.kind = "hidden_sync";
-  ch.title = mostly_readbacks ? "Per-step device-to-host read-back (hidden sync)"
-                              : "Excessive synchronisation in the step loop";
-  ch.process = ctx.process(t.pid);
-  ch.thread = ctx.thread(t.pid, t.tid);
-  ch.lost_ns = u.lost_ns;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(t, "hidden_sync",
+                              mostly_readbacks ? "Per-step device-to-host read-back (hidden sync)"
+                                               : "Excessive synchronisation in the step loop",
+                              u.lost_ns);
   ch.first_ns = ctx.rel(ctx.rows.calls[u.idx.front()].ts);
   ch.last_ns = ctx.rel(ctx.rows.calls[u.idx.back()].end());
   const int64_t gap_med = u.gaps.empty() ? 0 : median_of(u.gaps);

@@ -47,13 +47,7 @@ Io collect(const Context& ctx, const ThreadSummary& t) {
 
 void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   const ThreadSummary& t = *io.t;
-  Chain ch;
-  ch.kind = "io_stall";
-  ch.title = "I/O on the GPU dispatch thread";
-  ch.process = ctx.process(t.pid);
-  ch.thread = ctx.thread(t.pid, t.tid);
-  ch.lost_ns = io.ns;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(t, "io_stall", "I/O on the GPU dispatch thread", io.ns);
   ch.first_ns = ctx.rel(std::max(io.first, t.first_ns));
   ch.last_ns = ctx.rel(std::min(io.last, t.last_ns));
   ch.summary = ctx.who(ch.thread) + " spends " + fmt_percent(ch.share()) +

@@ -53,19 +53,12 @@ std::string sibling_activity(const Context& ctx, uint32_t tid, int64_t from, int
 void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& out) {
   const ThreadSummary& t = *w.t;
   const Culprit& top = w.siblings.front();
-  const Task proc = ctx.process(t.pid);
-  const Task victim = ctx.thread(t.pid, t.tid);
   const Task sibling = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/true);
   const bool dominant = top.ns >= ctx.th.dominant * static_cast<double>(w.ns);
 
-  Chain ch;
-  ch.kind = "lock_wait";
-  ch.title = "Dispatch thread blocked by a sibling thread";
-  ch.process = proc;
-  ch.thread = victim;
+  Chain ch = ctx.thread_chain(t, "lock_wait", "Dispatch thread blocked by a sibling thread", w.ns);
   if (dominant) ch.culprit = sibling;
-  ch.lost_ns = w.ns;
-  ch.span_ns = t.span_ns();
+  const Task& victim = ch.thread;
 
   // The individual sleeps behind the total, by the rule of ThreadSummary::blocked_by_app_ns.
   const Segments calls = call_segments(ctx.rows, t);

@@ -41,13 +41,7 @@ Reclaims collect(const Context& ctx, const ThreadSummary& t) {
 
 void one_thread(const Context& ctx, const Reclaims& r, std::vector<Chain>& out) {
   const ThreadSummary& t = *r.t;
-  Chain ch;
-  ch.kind = "memory_reclaim";
-  ch.title = "Host memory pressure (direct reclaim)";
-  ch.process = ctx.process(t.pid);
-  ch.thread = ctx.thread(t.pid, t.tid);
-  ch.lost_ns = r.ns;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(t, "memory_reclaim", "Host memory pressure (direct reclaim)", r.ns);
   ch.first_ns = ctx.rel(std::max(r.first, t.first_ns));
   ch.last_ns = ctx.rel(std::min(r.last, t.last_ns));
   ch.summary = ctx.who(ch.thread) + " stalls in direct memory reclaim: " + fmt_percent(ch.share()) +

@@ -75,14 +75,10 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
   const uint64_t pageable = tc.h2d.pageable_bytes + tc.d2h.pageable_bytes;
   const bool mostly_pageable = pageable * 2 > bytes;
 
-  Chain ch;
-  ch.kind = "transfer_bound";
-  ch.title =
-      mostly_pageable ? "Transfer-bound steps (pageable host memory)" : "Transfer-bound steps";
-  ch.process = ctx.process(t.pid);
-  ch.thread = ctx.thread(t.pid, t.tid);
-  ch.lost_ns = tc.ns;
-  ch.span_ns = t.span_ns();
+  Chain ch = ctx.thread_chain(
+      t, "transfer_bound",
+      mostly_pageable ? "Transfer-bound steps (pageable host memory)" : "Transfer-bound steps",
+      tc.ns);
   const CallRow& big = ctx.rows.calls[tc.largest];
   ch.first_ns = ctx.rel(t.first_ns);
   ch.last_ns = ctx.rel(t.last_ns);

@@ -62,6 +62,18 @@ Task Context::thread(uint32_t pid, uint32_t tid) const {
   return Task{pid, tid, rows.thread_name(tid)};
 }
 
+Chain Context::thread_chain(const ThreadSummary& t, std::string kind, std::string title,
+                            int64_t lost_ns) const {
+  Chain ch;
+  ch.kind = std::move(kind);
+  ch.title = std::move(title);
+  ch.process = process(t.pid);
+  ch.thread = thread(t.pid, t.tid);
+  ch.lost_ns = lost_ns;
+  ch.span_ns = t.span_ns();
+  return ch;
+}
+
 Task Context::other(uint32_t pid, uint32_t tid, uint32_t comm, bool as_thread) const {
   Task t{pid, as_thread ? tid : 0, std::string(rows.string(comm))};
   if (t.comm.empty()) t.comm = as_thread ? rows.thread_name(tid) : rows.process_name(pid);

@@ -56,6 +56,10 @@ struct Context {
   const ThreadSummary* dispatch_thread(uint32_t pid) const;
   // The process's active span: first call start .. last call end of any of its threads.
   std::pair<int64_t, int64_t> process_span(uint32_t pid) const;
+  // A chain about one thread: kind, title, its process and thread, the time lost and the
+  // thread's active span (what the share is of). Detectors add the rest.
+  Chain thread_chain(const ThreadSummary& t, std::string kind, std::string title,
+                     int64_t lost_ns) const;
 };
 
 using DetectorFn = void (*)(const Context& ctx, std::vector<Chain>& out);

@@ -9,25 +9,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "gwsim/json_quote.hpp"
+
 namespace gwsim {
 namespace {
-
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string process_comm() {
   std::ifstream f("/proc/self/comm");
@@ -44,13 +29,13 @@ void write_threads(std::ostream& o, Stats& stats) {
   o << "  \"threads\": [";
   bool first = true;
   for (const ThreadStats& t : stats.threads()) {
-    o << (first ? "\n" : ",\n") << "    {\"tid\": " << t.tid << ", \"name\": " << quote(t.name)
+    o << (first ? "\n" : ",\n") << "    {\"tid\": " << t.tid << ", \"name\": " << json_quote(t.name)
       << ", \"blocked_ns\": " << t.blocked.ns << ", \"blocked_count\": " << t.blocked.count
       << ", \"sleep_ns\": " << t.sleep_ns << ", \"cpu_burn_ns\": " << t.cpu_burn_ns
       << ", \"blocked_by_api\": {";
     bool first_api = true;
     for (const auto& [api, b] : t.by_api) {
-      o << (first_api ? "" : ", ") << quote(api) << ": ";
+      o << (first_api ? "" : ", ") << json_quote(api) << ": ";
       write_blocked(o, b);
       first_api = false;
     }
@@ -87,8 +72,8 @@ std::string expand_truth_path(const std::string& pattern) {
 bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
   const EngineTotals& t = in.totals;
   std::ostringstream o;
-  o << "{\n  \"format\": " << quote(kTruthFormat) << ",\n  \"pid\": " << getpid()
-    << ",\n  \"comm\": " << quote(process_comm()) << ",\n  \"start_ns\": " << in.start_ns
+  o << "{\n  \"format\": " << json_quote(kTruthFormat) << ",\n  \"pid\": " << getpid()
+    << ",\n  \"comm\": " << json_quote(process_comm()) << ",\n  \"start_ns\": " << in.start_ns
     << ",\n  \"end_ns\": " << in.end_ns << ",\n  \"gpu_busy_ns\": " << t.busy_ns
     << ",\n  \"kernels\": " << t.kernels << ",\n  \"ops\": {\"kernels\": " << t.kernels
     << ", \"graphs\": " << t.graphs << ", \"copies\": " << t.copies
@@ -99,12 +84,12 @@ bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
     << ", \"nccl\": " << t.collective_bytes << "},\n  \"calls\": {";
   bool first = true;
   for (const auto& [name, n] : stats.calls()) {
-    o << (first ? "" : ", ") << quote(name) << ": " << n;
+    o << (first ? "" : ", ") << json_quote(name) << ": " << n;
     first = false;
   }
   o << "},\n";
   write_threads(o, stats);
-  for (const auto& [key, json] : stats.sections()) o << ",\n  " << quote(key) << ": " << json;
+  for (const auto& [key, json] : stats.sections()) o << ",\n  " << json_quote(key) << ": " << json;
   o << ",\n";
   write_config(o, *in.config);
   o << "\n}\n";

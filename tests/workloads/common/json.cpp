@@ -1,26 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/json.hpp"
 
-#include <cstdio>
+#include "gwsim/json_quote.hpp"
 
 namespace gw {
 
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+std::string json_quote(std::string_view s) { return gwsim::json_quote(s); }
 
 Json& Json::raw(std::string_view key, std::string_view json) {
   if (!body_.empty()) body_ += ",";

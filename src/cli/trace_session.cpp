@@ -321,7 +321,8 @@ int TraceSession::run() {
       scan_all();
       next_full_scan = SteadyClock::now() + 10s;
     }
-    status.update(SteadyClock::now() - t0, counts(), rec_->process_count());
+    // counts() reads the per-CPU kernel counters: only worth it when a line is shown.
+    if (status.on()) status.update(SteadyClock::now() - t0, counts(), rec_->process_count());
   }
   status.clear();
 

@@ -30,6 +30,7 @@ struct TraceCounts {
 class StatusLine {
  public:
   explicit StatusLine(bool wanted);  // shown only when wanted and stderr is a terminal
+  bool on() const { return on_; }
   void update(std::chrono::steady_clock::duration elapsed, const TraceCounts& c, size_t processes);
   void clear();
 

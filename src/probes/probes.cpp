@@ -45,12 +45,8 @@ std::string_view host_family_name(HostFamily f) {
 }
 
 Status preflight() {
-  if (geteuid() != 0) {
-    // CAP_BPF + CAP_PERFMON would do; check reports the details. Fail early with the common fix.
-    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-      return Error{"kernel has no BTF (/sys/kernel/btf/vmlinux missing)",
-                   "use a kernel built with CONFIG_DEBUG_INFO_BTF=y"};
-  }
+  // Privileges are the kernel's to judge at load time (root, or CAP_BPF + CAP_PERFMON); BTF is
+  // what CO-RE and the BTF tracepoints cannot do without.
   struct stat st {};
   if (stat("/sys/kernel/btf/vmlinux", &st) != 0)
     return Error{"kernel has no BTF (/sys/kernel/btf/vmlinux missing)",

@@ -3,7 +3,7 @@
  * GPU API calls (CUDA runtime, CUDA driver, NCCL, HIP): one generic entry program and one generic
  * return program serve every probed function. The attach cookie names the API and the library; the
  * API's spec (gw_api_specs, filled by user space from the catalogue) says which argument words to
- * capture. Entry and return are paired per (thread, api) and emitted as one record at return.
+ * capture. Entry and return are paired per thread and emitted as one record at return.
  */
 #ifndef GPUWHY_API_BPF_H
 #define GPUWHY_API_BPF_H
@@ -17,21 +17,38 @@ struct {
 	__type(value, struct gw_api_spec);
 } gw_api_specs SEC(".maps");
 
-struct gw_pending_call {
+/* Calls one thread can have open at once. Probed calls nest (cudaMemcpy -> cuMemcpyDtoH, an NCCL
+ * collective -> runtime and driver calls) but not deeply; a power of two, slots are head & mask. */
+#define GW_OPEN_CALLS 8
+#define GW_OPEN_MASK (GW_OPEN_CALLS - 1)
+
+struct gw_open_call {
 	__u64 ts;
 	__u64 args[8];
 	__u64 out_ptr;
 	__s32 stack_id;
 	__u16 flags;
-	__u16 pad;
+	__u16 api;
+};
+
+/*
+ * What the API probes keep per thread, in task-local storage: the calls it has open, as a stack.
+ * A hash keyed by (tid, api) cost a bucket lock and an element allocation at every entry and a
+ * second lock and a free at every return; task storage is one pointer away from the task, needs
+ * no lock for its own thread, and goes away with the thread (a hash kept dead threads' entries).
+ */
+struct gw_thread_calls {
+	__u32 head;  /* slot of the next entry, wrapping (& GW_OPEN_MASK) */
+	__u32 depth; /* open calls held, <= GW_OPEN_CALLS; the innermost is at head - 1 */
+	struct gw_open_call calls[GW_OPEN_CALLS];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64); /* tid << 32 | api */
-	__type(value, struct gw_pending_call);
-} gw_pending SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gw_thread_calls);
+} gw_thread_calls SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -64,86 +81,141 @@ static __always_inline int gw_read_user_u64(__u64 *dst, __u64 addr)
 	return 0;
 }
 
-static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
+/*
+ * The calling thread's open-call stack when its calls are to be recorded, else NULL. A thread gets
+ * one only once its process is tracked, and a process stays tracked until it ends: so only a
+ * thread's first call looks its process up in gw_tracked (and adds it: the first probed call of a
+ * process starts tracing its threads' scheduling too).
+ */
+static __always_inline struct gw_thread_calls *gw_traced_thread(void)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 api = GW_COOKIE_API(cookie);
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct gw_pending_call p = {};
-	struct gw_api_spec *spec;
-	__u64 regs[8];
-	__u64 key;
-	int i;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gw_thread_calls *tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
+	__u32 tgid, one = 1;
 
+	if (tc)
+		return tc;
+	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (tgid == gw_cfg.self_pid)
-		return 0;
+		return NULL;
 	if (!bpf_map_lookup_elem(&gw_tracked, &tgid)) {
-		__u32 one = 1;
-
 		if (gw_cfg.filter_pids)
-			return 0;
-		/* The first probed call of a process starts tracing its threads' scheduling too. */
+			return NULL;
 		bpf_map_update_elem(&gw_tracked, &tgid, &one, BPF_NOEXIST);
 	}
+	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tc)
+		gw_count(GW_CNT_PENDING_FULL); /* no memory for the thread's state: this call is lost */
+	return tc;
+}
+
+static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
+{
+	__u32 api = GW_COOKIE_API(bpf_get_attach_cookie(ctx));
+	struct gw_thread_calls *tc = gw_traced_thread();
+	struct gw_api_spec *spec;
+	struct gw_open_call *p;
+	__u64 regs[8];
+	int i;
+
+	if (!tc)
+		return 0;
 	spec = bpf_map_lookup_elem(&gw_api_specs, &api);
 	if (!spec || !spec->enabled)
 		return 0;
 
-	p.ts = bpf_ktime_get_ns();
+	/* Push. A full stack loses its oldest call, not this one: the oldest is the likelier to be
+	 * an entry whose return never came (a longjmp or exception unwound past it). */
+	p = &tc->calls[tc->head & GW_OPEN_MASK];
+	tc->head++;
+	if (tc->depth < GW_OPEN_CALLS)
+		tc->depth++;
+	else
+		gw_count(GW_CNT_PENDING_FULL);
+
+	p->ts = bpf_ktime_get_ns();
+	p->api = api;
+	p->flags = 0;
 	gw_load_args(ctx, regs);
 	for (i = 0; i < 8; i++) {
 		struct gw_arg_slot s = spec->args[i];
+		__u64 v = 0;
 
 		if (s.src == GW_ARG_REG) {
-			p.args[i] = regs[s.index & 7];
+			v = regs[s.index & 7];
 		} else if (s.src == GW_ARG_STACK) {
-			if (gw_read_user_u64(&p.args[i], PT_REGS_SP(ctx) + 8 * (__u64)s.index))
-				p.flags |= GW_FLAG_READ_FAULT;
+			if (gw_read_user_u64(&v, PT_REGS_SP(ctx) + 8 * (__u64)s.index))
+				p->flags |= GW_FLAG_READ_FAULT;
 		} else if (s.src == GW_ARG_DEREF) {
 			__u64 base = regs[s.index & 7];
 
-			if (base && gw_read_user_u64(&p.args[i], base + s.offset))
-				p.flags |= GW_FLAG_READ_FAULT;
+			if (base && gw_read_user_u64(&v, base + s.offset))
+				p->flags |= GW_FLAG_READ_FAULT;
 		}
+		p->args[i] = v;
 	}
+	p->out_ptr = 0;
 	if (spec->out_reg >= 0 && spec->out_reg < 6)
-		p.out_ptr = regs[spec->out_reg & 7];
-	p.stack_id = -1;
+		p->out_ptr = regs[spec->out_reg & 7];
+	p->stack_id = -1;
 	if (gw_cfg.capture_stacks) {
-		p.stack_id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
-		if (p.stack_id < 0)
+		p->stack_id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
+		if (p->stack_id < 0)
 			gw_count(GW_CNT_STACK_FAIL);
 	}
-
-	key = ((__u64)tid << 32) | api;
-	if (bpf_map_update_elem(&gw_pending, &key, &p, BPF_ANY))
-		gw_count(GW_CNT_PENDING_FULL);
 	return 0;
+}
+
+/*
+ * Pop the innermost open call of this api. Normally it is the top of the stack; entries above it
+ * are calls whose return was never seen (unwound past, or attached between entry and return
+ * probes) and are dropped with it. NULL when no open call matches.
+ */
+static __always_inline struct gw_open_call *gw_pop_call(struct gw_thread_calls *tc, __u32 api)
+{
+	__u32 depth = tc->depth, head = tc->head;
+	int k;
+
+	for (k = 0; k < GW_OPEN_CALLS; k++) {
+		struct gw_open_call *p;
+
+		if (k >= depth)
+			return NULL;
+		p = &tc->calls[(head - 1 - k) & GW_OPEN_MASK];
+		if (p->api != api)
+			continue;
+		if (k)
+			gw_count_n(GW_CNT_ENTRY_UNMATCHED, k);
+		tc->head = head - 1 - k;
+		tc->depth = depth - 1 - k;
+		return p; /* still intact: only the next entry of this thread reuses the slot */
+	}
+	return NULL;
 }
 
 static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 {
+	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 api = GW_COOKIE_API(cookie);
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	__u64 key = ((__u64)tid << 32) | api;
-	struct gw_pending_call *p;
+	struct gw_thread_calls *tc;
+	struct gw_open_call *p = NULL;
 	struct gw_api_call *rec;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 pid_tgid;
 
-	p = bpf_map_lookup_elem(&gw_pending, &key);
+	tc = bpf_task_storage_get(&gw_thread_calls, bpf_get_current_task_btf(), 0, 0);
+	if (tc)
+		p = gw_pop_call(tc, api);
 	if (!p) {
 		gw_count(GW_CNT_RETURN_UNMATCHED);
 		return 0;
 	}
 	rec = gw_reserve_event(sizeof(*rec));
-	if (!rec) {
-		bpf_map_delete_elem(&gw_pending, &key);
+	if (!rec)
 		return 0;
-	}
-	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, pid_tgid >> 32, tid);
+	pid_tgid = bpf_get_current_pid_tgid();
+	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, pid_tgid >> 32,
+		       (__u32)pid_tgid);
 	rec->hdr.flags = p->flags;
 	rec->duration_ns = now - p->ts;
 	__builtin_memcpy(rec->args, p->args, sizeof(rec->args));
@@ -156,7 +228,6 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 	rec->api = api;
 	rec->lib = GW_COOKIE_LIB(cookie);
 	rec->stack_id = p->stack_id;
-	bpf_map_delete_elem(&gw_pending, &key);
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

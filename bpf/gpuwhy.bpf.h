@@ -45,12 +45,17 @@ struct {
 	__type(value, __u32);
 } gw_tracked SEC(".maps");
 
-static __always_inline void gw_count(__u32 counter)
+static __always_inline void gw_count_n(__u32 counter, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&gw_counters, &counter);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void gw_count(__u32 counter)
+{
+	gw_count_n(counter, 1);
 }
 
 static __always_inline bool gw_is_tracked(__u32 tgid)

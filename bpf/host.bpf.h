@@ -9,71 +9,76 @@
 #include "gpuwhy.bpf.h"
 #include "proc.bpf.h"
 
+/*
+ * A traced thread's system call in progress, in task-local storage. sys_exit runs for every
+ * system call on the host, and for every traced API call too (a uretprobe returns through the
+ * uretprobe syscall): a lookup here costs no hash, and a thread with no storage (any untraced
+ * thread) is answered at once, without a gw_tracked lookup.
+ */
 struct gw_sys_open {
 	__u64 ts;
 	__u64 arg0;
 	__u32 nr;
-	__u32 pad;
+	__u32 open; /* 1 from a recorded sys_enter to its sys_exit */
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct gw_sys_open);
 } gw_sys_open SEC(".maps");
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(gw_sys_enter, struct pt_regs *regs, long id)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
-	struct gw_sys_open o = {};
+	struct gw_sys_open *o;
 
 	if (id == 9 /* mmap */)
 		gw_check_lib_mmap(regs);
 	/* Since Linux 6.11 every probed function's return goes through the uretprobe syscall (335;
 	 * 336 is uprobe): counting those would cost ~0.45 us per traced GPU call for nothing. */
-	if (id == 335 || id == 336 || !gw_is_tracked(pid_tgid >> 32))
+	if (id == 335 || id == 336 || !gw_is_tracked(bpf_get_current_pid_tgid() >> 32))
 		return 0;
-	o.ts = bpf_ktime_get_ns();
-	o.nr = id;
-	o.arg0 = BPF_CORE_READ(regs, di);
-	bpf_map_update_elem(&gw_sys_open, &tid, &o, BPF_ANY);
+	o = bpf_task_storage_get(&gw_sys_open, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o)
+		return 0;
+	o->ts = bpf_ktime_get_ns();
+	o->nr = id;
+	o->arg0 = regs->di; /* regs is a BTF pointer: a plain load, not a helper call */
+	o->open = 1;
 	return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(gw_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
 	struct gw_sys_open *o;
 	struct gw_syscall *rec;
-	__u64 now, dur;
+	__u64 pid_tgid, now, dur;
 
-	/* Probed-call returns (uretprobe syscall) never opened an entry; skip the lookup too. */
-	if (BPF_CORE_READ(regs, orig_ax) == 335 || !gw_is_tracked(pid_tgid >> 32))
+	/* No open syscall: an untraced thread, or the uretprobe syscall of a probed call's return
+	 * (sys_enter skipped it; its orig_ax reads -1 here, not 335). */
+	o = bpf_task_storage_get(&gw_sys_open, bpf_get_current_task_btf(), 0, 0);
+	if (!o || !o->open)
 		return 0;
-	o = bpf_map_lookup_elem(&gw_sys_open, &tid);
-	if (!o)
-		return 0;
+	o->open = 0;
 	now = bpf_ktime_get_ns();
 	dur = now - o->ts;
-	if (dur >= gw_cfg.min_syscall_ns) {
-		rec = gw_reserve_event(sizeof(*rec));
-		if (rec) {
-			gw_fill_header(&rec->hdr, GW_EV_SYSCALL, sizeof(*rec), o->ts, pid_tgid >> 32,
-				       tid);
-			rec->duration_ns = dur;
-			rec->ret = ret;
-			rec->arg0 = o->arg0;
-			rec->nr = o->nr;
-			rec->pad = 0;
-			gw_submit_event(rec, sizeof(*rec));
-		}
-	}
-	bpf_map_delete_elem(&gw_sys_open, &tid);
+	if (dur < gw_cfg.min_syscall_ns)
+		return 0;
+	rec = gw_reserve_event(sizeof(*rec));
+	if (!rec)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	gw_fill_header(&rec->hdr, GW_EV_SYSCALL, sizeof(*rec), o->ts, pid_tgid >> 32, (__u32)pid_tgid);
+	rec->duration_ns = dur;
+	rec->ret = ret;
+	rec->arg0 = o->arg0;
+	rec->nr = o->nr;
+	rec->pad = 0;
+	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }
 

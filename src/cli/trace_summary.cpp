@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   for (const auto& [kind, n] : by_kind) out.emplace_back(std::string(reader::kind_name(kind)), n);
   // Not losses, but worth knowing when reading the numbers.
   out.emplace_back("return_unmatched", bpf[GW_CNT_RETURN_UNMATCHED]);
+  out.emplace_back("entry_unmatched", bpf[GW_CNT_ENTRY_UNMATCHED]);
   out.emplace_back("arg_read_fault", bpf[GW_CNT_READ_FAULT]);
   out.emplace_back("stack_fail", bpf[GW_CNT_STACK_FAIL]);
   return out;

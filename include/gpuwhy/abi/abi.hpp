@@ -35,3 +35,7 @@ static_assert(sizeof(gw_block_io) == 24 + 32);
 static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
 static_assert(sizeof(gw_config) == 32);
+// Counter ids are stored by name in traces (losses, event_counts); user space sums them into
+// std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).
+static_assert(GW_CNT_ENTRY_UNMATCHED == 7);
+static_assert(GW_CNT__MAX == 8);

@@ -180,11 +180,12 @@ struct gw_reclaim {
 enum gw_counter {
 	GW_CNT_EVENTS_RING_FULL = 0,    /* bulk ring had no room: event lost */
 	GW_CNT_LIFECYCLE_RING_FULL = 1, /* lifecycle ring had no room: event lost */
-	GW_CNT_PENDING_FULL = 2,        /* no room to remember a call entry: call lost */
+	GW_CNT_PENDING_FULL = 2,        /* no room to remember a call entry: a call lost */
 	GW_CNT_RETURN_UNMATCHED = 3,    /* a return with no recorded entry (entry lost or mid-call attach) */
 	GW_CNT_OFFCPU_FULL = 4,         /* no room to remember a switch-out: interval lost */
 	GW_CNT_READ_FAULT = 5,          /* argument read from user memory failed (not a loss) */
 	GW_CNT_STACK_FAIL = 6,          /* a user stack could not be captured (not a loss) */
+	GW_CNT_ENTRY_UNMATCHED = 7,     /* a call entry whose return never came (unwound past) */
 	GW_CNT__MAX = 8,
 };
 

@@ -23,7 +23,7 @@ log "$GEN"
 
 # A thread and a one-second window in the middle of the trace, for the indexed query.
 TID=$(sqlite3 "$DB" "SELECT tid FROM threads WHERE comm = 'trainer' ORDER BY tid LIMIT 1")
-MID=$(sqlite3 "$DB" "SELECT (min(ts) + max(ts)) / 2 FROM api_calls")
+MID=$(sqlite3 "$DB" "SELECT (min(ts_min) + max(end_max)) / 2 FROM api_calls_chunks")
 
 declare -A CMD
 NAMES=(explain explain_since_1m q_thread_offcpu q_calls_by_api q_thread_window)

@@ -101,11 +101,12 @@ run_at() {
   calls=$total
   cps=$(awk -v c="$total" -v n="$total_ns" 'BEGIN {printf "%.0f", c * 1e9 / n}')
   # Wait until every call is in the file (the writer may still be catching up): each process
-  # made its launches and one cudaStreamSynchronize. max(rowid) is cheap; count(*) is not.
+  # made its launches and one cudaStreamSynchronize. Rows reach the file in chunks (a thread's
+  # partial chunk within a second); summing the chunk headers is cheap.
   local want=$((calls + 20000 + procs))
   local prev=-1 same=0
   while [ "$same" -lt 30 ]; do  # gives up after 3 s without progress (events were lost)
-    have=$(sqlite3 "$GW_DB" "SELECT coalesce(max(rowid), 0) FROM api_calls" 2>/dev/null || echo 0)
+    have=$(sqlite3 "$GW_DB" "SELECT coalesce(sum(rows), 0) FROM api_calls_chunks" 2>/dev/null || echo 0)
     [ "${have:-0}" -ge "$want" ] && break
     if [ "$have" = "$prev" ]; then same=$((same + 1)); else same=0; prev=$have; fi
     sleep 0.1
@@ -155,7 +156,7 @@ if [ "$LOST" != 0 ] && [ $((best + 1)) -lt ${#LADDER[@]} ]; then
 fi
 LONG_DB=$DB_DIR/ingest-long.db
 DBSTAT=$(sqlite3 "$LONG_DB" "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 6" 2>/dev/null || true)
-ROWS=$(sqlite3 "$LONG_DB" "SELECT (SELECT count(*) FROM api_calls), (SELECT count(*) FROM offcpu)")
+ROWS=$(sqlite3 "$LONG_DB" "SELECT (SELECT sum(rows) FROM api_calls_chunks), (SELECT sum(rows) FROM offcpu_chunks)")
 rm -f "$LONG_DB"*
 if [ "$TMPFS_TOO" = 1 ]; then
   # The top rung again: with another process writing to the same disk (as a training job writing

@@ -22,8 +22,8 @@
 #              duration to a histogram, deletes the entry             (comparable work, aggregated)
 #   bt_emit    bpftrace: the same pairing, the return printf()s tid and duration (one record per
 #              call through bpftrace's perf buffer; output to a file)
-#   gw         gpuwhy trace --no-host-libs --lib SIM --lib NULL         (entry+return, pairing map,
-#              one ring record per call, plus its scheduler/syscall tracepoints)
+#   gw         gpuwhy trace --no-host-libs --lib SIM --lib NULL         (entry+return paired in task
+#              storage, one ring record per call, plus its scheduler/syscall tracepoints)
 #   gw_stacks  the same with --stacks
 #
 # Then, with kernel.bpf_stats_enabled=1 (restored afterwards), the run time of every BPF program of

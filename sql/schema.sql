@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
--- gpuwhy trace file, schema version 1 (PRAGMA user_version = 1).
+-- gpuwhy trace file, schema version 2 (PRAGMA user_version = 2).
 -- Timestamps (ts, *_ns) are wall-clock nanoseconds since the Unix epoch; durations are ns.
 -- A process is identified by (pid, start_ns): event rows carry pid and tid and fall inside the
 -- process's [start_ns, exit_ns] lifetime. See docs/schema.md for every column.
@@ -82,55 +82,117 @@ CREATE TABLE threads (
   PRIMARY KEY (tid, first_seen_ns)
 );
 
--- One row per completed GPU API call.
-CREATE TABLE api_calls (
-  ts       INTEGER NOT NULL,  -- entry
-  dur      INTEGER NOT NULL,  -- entry -> return
-  pid      INTEGER NOT NULL,
-  tid      INTEGER NOT NULL,
-  api      INTEGER NOT NULL,  -- apis.id
-  lib      INTEGER NOT NULL,  -- libraries.id
-  ret      INTEGER NOT NULL,  -- return code, 0 = success
-  stream   INTEGER,
-  bytes    INTEGER,           -- copy/memset/alloc size, collective payload
-  op       INTEGER,           -- copy direction (copy_kinds.id) or NCCL reduce op
-  addr     INTEGER,           -- copy/memset dst, kernel, freed or allocated pointer, event, graph, comm
-  addr2    INTEGER,           -- copy src
-  blocks   INTEGER,           -- launch grid size in blocks
-  tpb      INTEGER,           -- launch threads per block
-  peer     INTEGER,           -- NCCL peer / root / rank
-  nranks   INTEGER,           -- NCCL communicator size (init)
-  stack_id INTEGER,
-  flags    INTEGER NOT NULL DEFAULT 0
-);
+-- ---- Chunked event tables ----------------------------------------------------------------------
+-- The high-rate event tables are stored column-wise in chunks of up to 4096 rows of one thread
+-- (src/store/chunk_codec.hpp): <table>_chunks below. gpuwhy presents each one as a (virtual)
+-- table with the columns documented here, on every connection it opens, so `gpuwhy query` and
+-- the shipped views read them as ordinary tables. A plain sqlite3 shell sees only the chunks.
+--
+--   -- One row per completed GPU API call.
+--   CREATE TABLE api_calls (
+--     ts       INTEGER NOT NULL,  -- entry
+--     dur      INTEGER NOT NULL,  -- entry -> return
+--     pid      INTEGER NOT NULL,
+--     tid      INTEGER NOT NULL,
+--     api      INTEGER NOT NULL,  -- apis.id
+--     lib      INTEGER NOT NULL,  -- libraries.id
+--     ret      INTEGER NOT NULL,  -- return code, 0 = success
+--     stream   INTEGER,
+--     bytes    INTEGER,           -- copy/memset/alloc size, collective payload
+--     op       INTEGER,           -- copy direction (copy_kinds.id) or NCCL reduce op
+--     addr     INTEGER,           -- copy/memset dst, kernel, freed or allocated pointer, event, graph, comm
+--     addr2    INTEGER,           -- copy src
+--     blocks   INTEGER,           -- launch grid size in blocks
+--     tpb      INTEGER,           -- launch threads per block
+--     peer     INTEGER,           -- NCCL peer / root / rank
+--     nranks   INTEGER,           -- NCCL communicator size (init)
+--     stack_id INTEGER,
+--     flags    INTEGER NOT NULL DEFAULT 0
+--   );
+--
+--   -- One row per off-CPU interval of a traced thread.
+--   CREATE TABLE offcpu (
+--     ts         INTEGER NOT NULL,  -- switched out
+--     dur        INTEGER NOT NULL,  -- until switched back in
+--     runq       INTEGER NOT NULL,  -- part of dur spent runnable, waiting for a CPU
+--     pid        INTEGER NOT NULL,
+--     tid        INTEGER NOT NULL,
+--     cpu        INTEGER NOT NULL,
+--     preempted  INTEGER NOT NULL,  -- 1: involuntary; 0: blocked (sleep, lock, I/O)
+--     state      INTEGER NOT NULL,  -- task state when switched out
+--     next_pid   INTEGER,           -- what took the CPU
+--     next_tid   INTEGER,
+--     next_comm  INTEGER,           -- strings.id
+--     waker_pid  INTEGER,           -- who woke it (blocked intervals)
+--     waker_tid  INTEGER,
+--     waker_comm INTEGER            -- strings.id
+--   );
+--
+--   CREATE TABLE syscalls (
+--     ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+--     nr INTEGER NOT NULL, ret INTEGER, arg0 INTEGER
+--   );
+--
+--   CREATE TABLE block_io (
+--     ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+--     dev INTEGER, sector INTEGER, bytes INTEGER, op INTEGER, error INTEGER
+--   );
+--
 
--- One row per off-CPU interval of a traced thread.
-CREATE TABLE offcpu (
-  ts         INTEGER NOT NULL,  -- switched out
-  dur        INTEGER NOT NULL,  -- until switched back in
-  runq       INTEGER NOT NULL,  -- part of dur spent runnable, waiting for a CPU
-  pid        INTEGER NOT NULL,
-  tid        INTEGER NOT NULL,
-  cpu        INTEGER NOT NULL,
-  preempted  INTEGER NOT NULL,  -- 1: involuntary; 0: blocked (sleep, lock, I/O)
-  state      INTEGER NOT NULL,  -- task state when switched out
-  next_pid   INTEGER,           -- what took the CPU
-  next_tid   INTEGER,
-  next_comm  INTEGER,           -- strings.id
-  waker_pid  INTEGER,           -- who woke it (blocked intervals)
-  waker_tid  INTEGER,
-  waker_comm INTEGER            -- strings.id
+CREATE TABLE api_calls_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
+CREATE INDEX api_calls_chunks_tid ON api_calls_chunks(tid, ts_min);
 
-CREATE TABLE syscalls (
-  ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
-  nr INTEGER NOT NULL, ret INTEGER, arg0 INTEGER
+CREATE TABLE offcpu_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
+CREATE INDEX offcpu_chunks_tid ON offcpu_chunks(tid, ts_min);
 
-CREATE TABLE block_io (
-  ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
-  dev INTEGER, sector INTEGER, bytes INTEGER, op INTEGER, error INTEGER
+CREATE TABLE syscalls_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
+CREATE INDEX syscalls_chunks_tid ON syscalls_chunks(tid, ts_min);
+
+CREATE TABLE block_io_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
+);
+CREATE INDEX block_io_chunks_tid ON block_io_chunks(tid, ts_min);
+
+CREATE TABLE reclaim_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
+);
+CREATE INDEX reclaim_chunks_tid ON reclaim_chunks(tid, ts_min);
 
 CREATE TABLE tcp_retrans (
   ts INTEGER NOT NULL, pid INTEGER, tid INTEGER, family INTEGER,

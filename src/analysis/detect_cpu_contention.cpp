@@ -100,18 +100,25 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
       longest_at = o.ts;
     }
   }
-  ch.first_ns = ctx.rel(std::max(first, t.first_ns));
-  ch.last_ns = ctx.rel(std::min(last, t.last_ns));
+  // Never preempted (it lost its time waiting for a CPU after wake-ups): the whole active span.
+  ch.first_ns = ctx.rel(first < 0 ? t.first_ns : std::max(first, t.first_ns));
+  ch.last_ns = ctx.rel(last < 0 ? t.last_ns : std::min(last, t.last_ns));
 
   const std::string who = dominant ? culprit.label() : "other tasks";
   ch.summary = who + " took the CPU from " + ctx.who(victim) + ": " + fmt_percent(ch.share()) +
                " of its GPU thread's time lost";
 
   const double span = static_cast<double>(t.span_ns());
-  ch.evidence.push_back({victim.label() + " was preempted for " + fmt_duration(sp.preempted) +
-                         " of its " + fmt_duration(t.span_ns()) + " active time (" +
-                         fmt_percent(sp.preempted / span) + "), " + fmt_count(sp.preemptions) +
-                         " times, from " + fmt_rel(ch.first_ns) + " to " + fmt_rel(ch.last_ns)});
+  if (first < 0) {
+    ch.evidence.push_back({victim.label() + " was never preempted in its " +
+                           fmt_duration(t.span_ns()) + " active time: it lost it waiting for a "
+                           "CPU after wake-ups"});
+  } else {
+    ch.evidence.push_back({victim.label() + " was preempted for " + fmt_duration(sp.preempted) +
+                           " of its " + fmt_duration(t.span_ns()) + " active time (" +
+                           fmt_percent(sp.preempted / span) + "), " + fmt_count(sp.preemptions) +
+                           " times, from " + fmt_rel(ch.first_ns) + " to " + fmt_rel(ch.last_ns)});
+  }
   ch.evidence.push_back(
       {"CPU taken by: " + culprit_list(ctx, sp.counted, sp.preempted, false, 3, t.pid)});
   if (sp.waits > 0) {

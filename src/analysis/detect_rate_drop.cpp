@@ -39,7 +39,7 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
       Culprit& c = s.preemptors[key];
       c.pid = o.other_pid;
       c.tid = o.other_tid;
-      if (!c.comm) c.comm = o.other_comm;
+      if (o.other_comm) c.comm = o.other_comm;  // latest name: a forked child is renamed by exec
       c.ns += p.preempted;
       ++c.count;
       by_cpu[o.cpu][key] += p.preempted;
@@ -60,11 +60,22 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = ctx.rows.offcpu[k];
     const int64_t wait = o.preempted ? 0 : clip_offcpu(o, from, to).wakeup;
+    if (wait <= 0) continue;
     auto cpu = by_cpu.find(o.cpu);
-    if (wait <= 0 || cpu == by_cpu.end()) continue;
-    auto best = std::max_element(cpu->second.begin(), cpu->second.end(),
-                                 [](auto& a, auto& b) { return a.second < b.second; });
-    s.preemptors[best->first].wait_ns += wait;
+    if (cpu != by_cpu.end()) {
+      auto best = std::max_element(cpu->second.begin(), cpu->second.end(),
+                                   [](auto& a, auto& b) { return a.second < b.second; });
+      s.preemptors[best->first].wait_ns += wait;
+    } else if (o.next_pid != 0) {
+      // No preemption on that CPU: the wait goes to the task that took the CPU when the thread
+      // went to sleep (the idle task means nothing was in the way), as in the thread summary.
+      const uint64_t key = o.next_pid == t.pid ? (uint64_t{1} << 32) | o.next_tid : o.next_pid;
+      Culprit& c = s.preemptors[key];
+      c.pid = o.next_pid;
+      c.tid = o.next_tid;
+      if (o.next_comm) c.comm = o.next_comm;
+      c.wait_ns += wait;
+    }
   }
   for (const CallOverlap& o : ctx.joins.overlaps_of(t)) {
     const CallRow& c = ctx.rows.calls[o.call];

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/units.hpp"
+#include "core/phase_timer.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
@@ -111,14 +112,19 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
 }
 
 Report analyze(TraceRows rows, const Thresholds& th) {
+  PhaseTimer timer("analyze");
   prepare_rows(rows);
+  timer.lap("prepare");
   const Joins joins = compute_joins(rows);
+  timer.lap("joins");
   Report r;
   r.stats = compute_stats(rows, joins, th.rate_drop);
+  timer.lap("stats");
   const Context ctx{rows, joins, r.stats, th};
   r.trace = trace_info(rows, joins);
   r.caveats = caveats_for(rows);
   r.chains = rank_chains(run_detectors(ctx), th);
+  timer.lap("detectors");
   r.clean = std::none_of(r.chains.begin(), r.chains.end(),
                          [](const Chain& c) { return c.severity != Severity::Low; });
   r.verdict = verdict_for(r);

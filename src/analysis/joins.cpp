@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/joins.hpp"
+#include "analysis/parallel.hpp"
 
 #include <algorithm>
 #include <unordered_set>
@@ -29,7 +30,8 @@ void add_culprit(std::vector<Culprit>& v, std::unordered_map<uint64_t, size_t>& 
   auto [it, fresh] = index.try_emplace(key, v.size());
   if (fresh) v.push_back(Culprit{o.other_pid, o.other_tid, o.other_comm});
   Culprit& c = v[it->second];
-  if (c.comm == 0) c.comm = o.other_comm;
+  // Rows are in time order: the latest name wins (a forked child is renamed by its exec).
+  if (o.other_comm != 0) c.comm = o.other_comm;
   c.ns += ns;
   c.in_calls_ns += in_calls;
   ++c.count;
@@ -288,31 +290,35 @@ Joins compute_joins(const TraceRows& rows) {
   j.reclaim = tid_ranges(rows.reclaim);
   j.queued_ahead.assign(rows.calls.size(), 0);
   j.nested.assign(rows.calls.size(), 0);
+  // Calls are sorted by (tid, ts): each thread is one run of them.
+  std::vector<std::pair<size_t, size_t>> runs;
   std::unordered_set<uint32_t> gpu_tids;
-  for (const CallRow& c : rows.calls) gpu_tids.insert(c.tid);
-
-  size_t i = 0;
-  while (i < rows.calls.size()) {
-    ThreadSummary t;
+  for (size_t i = 0; i < rows.calls.size();) {
+    size_t e = i + 1;
+    while (e < rows.calls.size() && rows.calls[e].tid == rows.calls[i].tid) ++e;
+    runs.emplace_back(i, e);
+    gpu_tids.insert(rows.calls[i].tid);
+    i = e;
+  }
+  j.threads.resize(runs.size());
+  parallel_for(runs.size(), [&](size_t k) {
+    ThreadSummary& t = j.threads[k];
+    size_t i = runs[k].first;
     t.tid = rows.calls[i].tid;
     t.pid = rows.calls[i].pid;
     t.call_begin = i;
     int64_t last = rows.calls[i].end();
     uint32_t queued = 0;
-    while (i < rows.calls.size() && rows.calls[i].tid == t.tid) {
+    for (; i < runs[k].second; ++i) {
       const CallRow& c = rows.calls[i];
       const ApiMeta& m = rows.api(c.api);
       if (i > t.call_begin && c.ts < last && c.end() <= last) j.nested[i] = 1;
       last = std::max(last, c.end());
-      if (j.nested[i]) {
-        ++i;
-        continue;  // the outer call already queued or drained this work
-      }
+      if (j.nested[i]) continue;  // the outer call already queued or drained this work
       if (c.cat == Category::Launch || c.cat == Category::Graph) ++t.launches;
       if (drains_queue(m) || c.cat == Category::Copy) j.queued_ahead[i] = queued;
       if (drains_queue(m)) queued = 0;
       if (enqueues_work(m)) ++queued;
-      ++i;
     }
     t.call_end = i;
     t.first_ns = rows.calls[t.call_begin].ts;
@@ -324,9 +330,10 @@ Joins compute_joins(const TraceRows& rows) {
     t.waiting_api_ns = waits.total();
     auto [ob, oe] = Joins::range(j.offcpu, t.tid);
     summarize_offcpu(rows, calls, gpu_tids, ob, oe, t);
-    j.threads.push_back(std::move(t));
-  }
-  for (const ThreadSummary& t : j.threads) join_calls(rows, j, t, j.overlaps);
+  });
+  std::vector<std::vector<CallOverlap>> overlaps(j.threads.size());
+  parallel_for(j.threads.size(), [&](size_t k) { join_calls(rows, j, j.threads[k], overlaps[k]); });
+  for (const auto& v : overlaps) j.overlaps.insert(j.overlaps.end(), v.begin(), v.end());
   // Threads come out in tid order because calls are sorted by (tid, ts); overlaps likewise.
   return j;
 }

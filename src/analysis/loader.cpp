@@ -7,6 +7,9 @@
 
 #include "analysis/sql_scan.hpp"
 #include "analysis/units.hpp"
+#include "core/phase_timer.hpp"
+#include "store/chunk_codec.hpp"
+#include "store/chunked_tables.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::analysis {
@@ -18,20 +21,127 @@ bool has_table(sqlite3* db, const char* name) {
   return q.ok() && q.step() == SQLITE_ROW;
 }
 
-// The latest event end among the last rows written to each table: rows arrive in near time order
-// (the agent reorders within a short window), so the tail of each table holds the newest ones
-// and reading it costs the same on a 10 GB file as on a 10 kB one.
+// The latest event end among the last chunks written to each table: chunks arrive in near time
+// order, so the tail of each chunk table holds the newest rows, and reading it costs the same on
+// a 10 GB file as on a 10 kB one.
 int64_t last_event_by_scan(sqlite3* db) {
   int64_t last = 0;
-  for (const char* t : {"api_calls", "offcpu", "syscalls", "block_io", "reclaim"}) {
-    const std::string sql = std::string("SELECT max(ts + dur) FROM (SELECT ts, dur FROM ") + t +
-                            " ORDER BY rowid DESC LIMIT 4096)";
-    (void)each_row(db, sql, t, [&](Query& q) { last = std::max(last, q.i64(0)); });
+  for (const store::ChunkedTable& t : store::chunked_tables()) {
+    const std::string sql = "SELECT max(end_max) FROM (SELECT end_max FROM " + t.chunks() +
+                            " ORDER BY id DESC LIMIT 256)";
+    (void)each_row(db, sql, t.chunks(), [&](Query& q) { last = std::max(last, q.i64(0)); });
   }
   (void)each_row(db,
                  "SELECT max(ts) FROM (SELECT ts FROM tcp_retrans ORDER BY rowid DESC LIMIT 4096)",
                  "tcp_retrans", [&](Query& q) { last = std::max(last, q.i64(0)); });
   return last;
+}
+
+// Column positions of a chunked table, by name: the loader reads chunks without SQL.
+struct Columns {
+  const store::ChunkedTable* table;
+  uint32_t operator[](std::string_view name) const {
+    for (uint32_t i = 0; i < table->columns.size(); ++i)
+      if (table->columns[i] == name) return i;
+    return UINT32_MAX;  // reads as NULL (Chunk::value/is_null past the stored columns)
+  }
+};
+
+// Decodes every chunk of `table` that overlaps [from, to) and hands each row to
+// each(const Chunk&, uint32_t row, std::vector<Row>&). Threads are split into contiguous tid
+// ranges of about equal row counts, one per connection, and each range is read in (tid, ts_min)
+// order, so the result comes out sorted by (tid, ts) whenever a thread's chunks do not overlap in
+// time (the usual case), and prepare_rows' sort finds nothing to do.
+template <class Row, class Fn>
+Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t from, int64_t to,
+                   Fn each, std::vector<Row>& out) {
+  const std::string chunks = table.chunks();
+  const std::string where = " WHERE end_max >= ?1 AND ts_min < ?2";
+  std::vector<std::pair<int64_t, int64_t>> per_tid;  // (tid, rows) ascending by tid
+  int64_t total = 0;
+  Status st = each_row(
+      pool.connection(0), "SELECT tid, sum(rows) FROM " + chunks + where + " GROUP BY tid ORDER BY tid",
+      chunks,
+      [&](Query& q) {
+        per_tid.emplace_back(q.i64(0), q.i64(1));
+        total += q.i64(1);
+      },
+      {from, to});
+  if (!st || per_tid.empty()) return st;
+  // [first tid, last tid] per part, and the rows it may keep (for one allocation).
+  struct Part {
+    int64_t lo, hi, rows = 0;
+  };
+  std::vector<Part> parts;
+  const size_t n_parts = std::min<size_t>(pool.size(), total >= 100'000 ? pool.size() : 1);
+  const int64_t share = (total + static_cast<int64_t>(n_parts) - 1) / static_cast<int64_t>(n_parts);
+  for (const auto& [tid, rows] : per_tid) {
+    if (parts.empty() || (parts.back().rows >= share && parts.size() < n_parts))
+      parts.push_back({tid, tid});
+    parts.back().hi = tid;
+    parts.back().rows += rows;
+  }
+  // Every part decodes straight into its own slice of `out` (sized for all rows the parts may
+  // keep), and the slices are closed up afterwards: no per-part vectors to grow and copy.
+  struct Slice {
+    Row* at;
+    size_t n = 0;
+    void push_back(const Row& r) { at[n++] = r; }
+  };
+  const size_t base = out.size();
+  out.resize(base + static_cast<size_t>(total));
+  std::vector<Slice> got;
+  size_t offset = base;
+  for (const Part& p : parts) {
+    got.push_back({out.data() + offset});
+    offset += static_cast<size_t>(p.rows);
+  }
+  std::vector<Status> status(parts.size());
+  const std::string sql = "SELECT data, rows FROM " + chunks + where +
+                          " AND tid BETWEEN ?3 AND ?4 ORDER BY tid, ts_min";
+  auto work = [&](size_t k) {
+    Query q(pool.connection(k), sql);
+    if (!q.ok()) {
+      status[k] = q.error(chunks);
+      return;
+    }
+    q.bind(1, from);
+    q.bind(2, to);
+    q.bind(3, parts[k].lo);
+    q.bind(4, parts[k].hi);
+    store::Chunk c;
+    while (q.step() == SQLITE_ROW) {
+      if (Status d = store::decode_chunk(q.blob(0), c); !d) {
+        status[k] = d;
+        return;
+      }
+      if (c.rows != q.i64(1)) {  // the slice was sized from the rows column
+        status[k] = Error{"corrupt event chunk in the trace file: " + chunks + " says " +
+                              std::to_string(q.i64(1)) + " rows, its data holds " +
+                              std::to_string(c.rows),
+                          "the file was damaged (copy it again, or re-record the trace)"};
+        return;
+      }
+      for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
+    }
+    if (q.failed()) status[k] = q.error(chunks);
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < parts.size(); ++k) threads.emplace_back(work, k);
+  work(0);
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : status)
+    if (!s) {
+      out.resize(base);
+      return s;
+    }
+  size_t end = base;
+  for (const Slice& g : got) {
+    if (g.at != out.data() + end) std::move(g.at, g.at + g.n, out.data() + end);
+    end += g.n;
+  }
+  out.resize(end);
+  return {};
 }
 
 Status load_lookups(sqlite3* db, TraceRows& rows) {
@@ -77,28 +187,11 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
   return st;
 }
 
-CallRow read_call(const Query& q) {
-  CallRow c;
-  c.ts = q.i64(0);
-  c.dur = q.i64(1);
-  c.pid = static_cast<uint32_t>(q.i64(2));
-  c.tid = static_cast<uint32_t>(q.i64(3));
-  c.api = static_cast<uint16_t>(q.i64(4));
-  c.ret = static_cast<int32_t>(q.i64(5));
-  c.bytes = static_cast<uint64_t>(q.i64(6));
-  c.dir = static_cast<int8_t>(std::clamp<int64_t>(q.i64(7), -1, 127));
-  c.addr = static_cast<uint64_t>(q.i64(8));
-  c.addr2 = static_cast<uint64_t>(q.i64(9));
-  return c;
-}
-constexpr const char* kCallColumns =
-    "ts, dur, pid, tid, api, ret, bytes, coalesce(op, -1), addr, addr2";
-
 std::string pid_list(sqlite3* db) {
   std::string out;
   (void)each_row(db,
                  "SELECT c.pid, (SELECT comm FROM processes p WHERE p.pid = c.pid "
-                 "ORDER BY start_ns DESC LIMIT 1) FROM (SELECT DISTINCT pid FROM api_calls) c "
+                 "ORDER BY start_ns DESC LIMIT 1) FROM (SELECT DISTINCT pid FROM api_calls_chunks) c "
                  "ORDER BY c.pid LIMIT 20",
                  "pids", [&](Query& q) {
                    if (!out.empty()) out += ", ";
@@ -112,7 +205,7 @@ std::string pid_list(sqlite3* db) {
 bool pid_in_trace(sqlite3* db, uint32_t pid) {
   bool found = false;
   for (const char* sql : {"SELECT 1 FROM processes WHERE pid = ?1 LIMIT 1",
-                          "SELECT 1 FROM api_calls WHERE pid = ?1 LIMIT 1"}) {
+                          "SELECT 1 FROM api_calls_chunks WHERE pid = ?1 LIMIT 1"}) {
     (void)each_row(db, sql, "pid", [&](Query&) { found = true; }, {pid});
     if (found) break;
   }
@@ -194,28 +287,43 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   const int64_t from = rows.window.start_ns, to = rows.window.end_ns;
 
-  // One pass over api_calls (it has no ts index; a second scan would double the cost): a call
-  // belongs to the window it starts in, and allocations before the window are kept too, since
-  // pinned host buffers are usually allocated once, long before the window looked at.
+  // One pass over api_calls: a call belongs to the window it starts in, and allocations before
+  // the window are kept too, since pinned host buffers are usually allocated once, long before
+  // the window looked at (so chunks before the window are decoded as well).
   std::vector<uint8_t> is_memory_api(rows.apis.size(), 0);
   for (size_t id = 0; id < rows.apis.size(); ++id) {
     const Category c = rows.apis[id].cat;
     is_memory_api[id] = c == Category::Alloc || c == Category::Free;
   }
+  PhaseTimer timer("load");
   ScanPool pool(db, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  st = pool.scan(
-      "api_calls",
-      std::string("SELECT ") + kCallColumns +
-          " FROM api_calls WHERE rowid >= :lo AND rowid < :hi AND ts < :to",
-      from, to,
-      [&](const Query& q, std::vector<CallRow>& out) {
-        CallRow c = read_call(q);
+  const Columns ac{store::find_chunked_table("api_calls")};
+  const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
+                 c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
+                 c_addr = ac["addr"], c_addr2 = ac["addr2"];
+  st = scan_chunks(
+      pool, *ac.table, INT64_MIN, to,
+      [&](const store::Chunk& k, uint32_t r, auto& out) {
+        CallRow c;
+        c.ts = k.value(c_ts, r);
+        if (c.ts >= to) return;
+        c.pid = static_cast<uint32_t>(k.value(c_pid, r));
         if (!wanted.empty() && !wanted.count(c.pid)) return;
-        if (c.ts >= from || (c.api < is_memory_api.size() && is_memory_api[c.api]))
-          out.push_back(c);
+        c.api = static_cast<uint16_t>(k.value(c_api, r));
+        if (c.ts < from && !(c.api < is_memory_api.size() && is_memory_api[c.api])) return;
+        c.dur = k.value(c_dur, r);
+        c.tid = static_cast<uint32_t>(k.value(c_tid, r));
+        c.ret = static_cast<int32_t>(k.value(c_ret, r));
+        c.bytes = static_cast<uint64_t>(k.value(c_bytes, r));
+        c.dir = k.is_null(c_op, r) ? int8_t{-1}
+                                   : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
+        c.addr = static_cast<uint64_t>(k.value(c_addr, r));
+        c.addr2 = static_cast<uint64_t>(k.value(c_addr2, r));
+        out.push_back(c);
       },
       rows.calls);
   if (!st) return st.error();
+  timer.lap("api_calls");
   std::vector<CallRow> early_memory;
   auto in_window = std::stable_partition(rows.calls.begin(), rows.calls.end(),
                                          [&](const CallRow& c) { return c.ts >= from; });
@@ -251,69 +359,86 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
 
   // Interval events overlapping the window, for the processes that made GPU calls.
-  const std::string overlapping =
-      " WHERE rowid >= :lo AND rowid < :hi AND ts < :to AND ts + dur > :from";
-  st = pool.scan(
-      "offcpu",
-      "SELECT ts, dur, runq, pid, tid, preempted, next_pid, next_tid, next_comm, waker_pid, "
-      "waker_tid, waker_comm, cpu FROM offcpu" +
-          overlapping,
-      from, to,
-      [&](const Query& q, std::vector<OffCpuRow>& out) {
+  auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur) {
+    const int64_t t = k.value(ts, r);
+    return t < to && t + k.value(dur, r) > from;
+  };
+  const Columns oc{store::find_chunked_table("offcpu")};
+  const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
+                 o_tid = oc["tid"], o_cpu = oc["cpu"], o_pre = oc["preempted"],
+                 o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
+                 o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"];
+  st = scan_chunks(
+      pool, *oc.table, from, to,
+      [&](const store::Chunk& k, uint32_t r, auto& out) {
         OffCpuRow o;
-        o.pid = static_cast<uint32_t>(q.i64(3));
-        if (!keep(o.pid)) return;
-        o.ts = q.i64(0);
-        o.dur = q.i64(1);
-        o.runq = std::clamp<int64_t>(q.i64(2), 0, o.dur);
-        o.tid = static_cast<uint32_t>(q.i64(4));
-        o.preempted = q.i64(5) != 0;
+        o.pid = static_cast<uint32_t>(k.value(o_pid, r));
+        if (!keep(o.pid) || !overlaps(k, r, o_ts, o_dur)) return;
+        o.ts = k.value(o_ts, r);
+        o.dur = k.value(o_dur, r);
+        o.runq = std::clamp<int64_t>(k.value(o_runq, r), 0, o.dur);
+        o.tid = static_cast<uint32_t>(k.value(o_tid, r));
+        o.preempted = k.value(o_pre, r) != 0;
+        o.next_pid = static_cast<uint32_t>(k.value(o_npid, r));
+        o.next_tid = static_cast<uint32_t>(k.value(o_ntid, r));
+        o.next_comm = static_cast<uint32_t>(k.value(o_ncomm, r));
         // Who took the CPU matters for a preemption, who woke it for a sleep.
-        const int base = o.preempted ? 6 : 9;
-        o.other_pid = static_cast<uint32_t>(q.i64(base));
-        o.other_tid = static_cast<uint32_t>(q.i64(base + 1));
-        o.other_comm = static_cast<uint32_t>(q.i64(base + 2));
-        o.next_pid = static_cast<uint32_t>(q.i64(6));
-        o.next_tid = static_cast<uint32_t>(q.i64(7));
-        o.next_comm = static_cast<uint32_t>(q.i64(8));
-        o.cpu = static_cast<uint16_t>(q.i64(12));
+        if (o.preempted) {
+          o.other_pid = o.next_pid;
+          o.other_tid = o.next_tid;
+          o.other_comm = o.next_comm;
+        } else {
+          o.other_pid = static_cast<uint32_t>(k.value(o_wpid, r));
+          o.other_tid = static_cast<uint32_t>(k.value(o_wtid, r));
+          o.other_comm = static_cast<uint32_t>(k.value(o_wcomm, r));
+        }
+        o.cpu = static_cast<uint16_t>(k.value(o_cpu, r));
         out.push_back(o);
       },
       rows.offcpu);
   if (!st) return st.error();
-  st = pool.scan(
-      "syscalls", "SELECT ts, dur, pid, tid, nr, ret FROM syscalls" + overlapping, from, to,
-      [&](const Query& q, std::vector<SyscallRow>& out) {
-        SyscallRow r{q.i64(0),
-                     q.i64(1),
-                     static_cast<uint32_t>(q.i64(2)),
-                     static_cast<uint32_t>(q.i64(3)),
-                     static_cast<uint32_t>(q.i64(4)),
-                     q.i64(5)};
-        if (keep(r.pid)) out.push_back(r);
+  timer.lap("offcpu");
+  const Columns sc{store::find_chunked_table("syscalls")};
+  const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
+                 s_nr = sc["nr"], s_ret = sc["ret"];
+  st = scan_chunks(
+      pool, *sc.table, from, to,
+      [&](const store::Chunk& k, uint32_t r, auto& out) {
+        const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
+        if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
+        out.push_back({k.value(s_ts, r), k.value(s_dur, r), pid,
+                       static_cast<uint32_t>(k.value(s_tid, r)),
+                       static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r)});
       },
       rows.syscalls);
   if (!st) return st.error();
-  st = pool.scan(
-      "block_io", "SELECT ts, dur, pid, tid, bytes, op, dev FROM block_io" + overlapping, from, to,
-      [&](const Query& q, std::vector<BlockIoRow>& out) {
-        BlockIoRow b{q.i64(0),
-                     q.i64(1),
-                     static_cast<uint32_t>(q.i64(2)),
-                     static_cast<uint32_t>(q.i64(3)),
-                     static_cast<uint64_t>(q.i64(4)),
-                     static_cast<uint32_t>(q.i64(5)),
-                     static_cast<uint32_t>(q.i64(6))};
-        if (keep(b.pid)) out.push_back(b);
+  const Columns bc{store::find_chunked_table("block_io")};
+  const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
+                 b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
+  st = scan_chunks(
+      pool, *bc.table, from, to,
+      [&](const store::Chunk& k, uint32_t r, auto& out) {
+        const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
+        if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
+        out.push_back({k.value(b_ts, r), k.value(b_dur, r), pid,
+                       static_cast<uint32_t>(k.value(b_tid, r)),
+                       static_cast<uint64_t>(k.value(b_bytes, r)),
+                       static_cast<uint32_t>(k.value(b_op, r)),
+                       static_cast<uint32_t>(k.value(b_dev, r))});
       },
       rows.block_io);
   if (!st) return st.error();
-  st = pool.scan(
-      "reclaim", "SELECT ts, dur, pid, tid, nr_reclaimed FROM reclaim" + overlapping, from, to,
-      [&](const Query& q, std::vector<ReclaimRow>& out) {
-        ReclaimRow r{q.i64(0), q.i64(1), static_cast<uint32_t>(q.i64(2)),
-                     static_cast<uint32_t>(q.i64(3)), static_cast<uint64_t>(q.i64(4))};
-        if (keep(r.pid)) out.push_back(r);
+  const Columns rc{store::find_chunked_table("reclaim")};
+  const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
+                 r_n = rc["nr_reclaimed"];
+  st = scan_chunks(
+      pool, *rc.table, from, to,
+      [&](const store::Chunk& k, uint32_t r, auto& out) {
+        const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
+        if (!keep(pid) || !overlaps(k, r, r_ts, r_dur)) return;
+        out.push_back({k.value(r_ts, r), k.value(r_dur, r), pid,
+                       static_cast<uint32_t>(k.value(r_tid, r)),
+                       static_cast<uint64_t>(k.value(r_n, r))});
       },
       rows.reclaim);
   if (!st) return st.error();
@@ -336,7 +461,9 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                 },
                 {from, to});
   if (!st) return st.error();
+  timer.lap("other tables");
   prepare_rows(rows);
+  timer.lap("prepare");
   return rows;
 }
 

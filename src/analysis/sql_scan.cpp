@@ -9,9 +9,6 @@
 namespace gpuwhy::analysis {
 namespace {
 
-// Below this many rows a scan is not worth a thread.
-constexpr int64_t kRowsPerWorker = 250'000;
-
 std::string uri_for(const std::string& path, bool immutable) {
   static const char* kHex = "0123456789ABCDEF";
   std::string u = "file:";
@@ -88,7 +85,8 @@ ScanPool::~ScanPool() {
   for (sqlite3* c : extra_) sqlite3_close_v2(c);
 }
 
-std::vector<std::pair<int64_t, int64_t>> ScanPool::ranges(const std::string& table) const {
+std::vector<std::pair<int64_t, int64_t>> ScanPool::ranges(const std::string& table,
+                                                          int64_t rows_per_worker) const {
   int64_t lo = 0, hi = -1;
   // min/max of the rowid read the two ends of the b-tree: O(log n).
   (void)each_row(db_, "SELECT min(rowid), max(rowid) FROM " + table, table, [&](Query& q) {
@@ -97,7 +95,7 @@ std::vector<std::pair<int64_t, int64_t>> ScanPool::ranges(const std::string& tab
   });
   const int64_t n = hi - lo + 1;
   const int64_t parts =
-      std::clamp<int64_t>(n / kRowsPerWorker, 1, static_cast<int64_t>(extra_.size()) + 1);
+      std::clamp<int64_t>(n / std::max<int64_t>(rows_per_worker, 1), 1, static_cast<int64_t>(extra_.size()) + 1);
   std::vector<std::pair<int64_t, int64_t>> out;
   if (n <= 0) return {{0, 1}};
   const int64_t step = (n + parts - 1) / parts;

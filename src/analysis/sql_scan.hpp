@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,11 @@ class Query {
   // NULL reads as 0 (SQLite's own conversion); queries coalesce where 0 would mislead.
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   std::string text(int c) const;
+  // Valid until the next step.
+  std::string_view blob(int c) const {
+    const void* p = sqlite3_column_blob(s_, c);
+    return {static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c))};
+  }
 
  private:
   sqlite3* db_;
@@ -69,22 +75,28 @@ class ScanPool {
 
   // Runs `sql` over `table` in rowid ranges: the text must use :lo and :hi as
   // "rowid >= :lo AND rowid < :hi" and may use :from and :to. read(const Query&, std::vector<Row>&)
-  // appends what it keeps. Rows come out in rowid order, as one scan would give them.
+  // appends what it keeps. Rows come out in rowid order, as one scan would give them. A table is
+  // split only when each connection gets at least `rows_per_worker` rowids.
   template <class Row, class Fn>
   Status scan(const std::string& table, const std::string& sql, int64_t from, int64_t to, Fn read,
-              std::vector<Row>& out);
+              std::vector<Row>& out, int64_t rows_per_worker = 250'000);
+
+  // Connections available (1 when extra ones could not be opened); connection(0) is the caller's.
+  size_t size() const { return extra_.size() + 1; }
+  sqlite3* connection(size_t k) const { return k == 0 ? db_ : extra_[k - 1]; }
 
  private:
   // [lo, hi) rowid ranges covering `table`, one per connection for a big table, else one.
-  std::vector<std::pair<int64_t, int64_t>> ranges(const std::string& table) const;
+  std::vector<std::pair<int64_t, int64_t>> ranges(const std::string& table,
+                                                  int64_t rows_per_worker) const;
   sqlite3* db_;
   std::vector<sqlite3*> extra_;  // owned; used with db_ as connection 0
 };
 
 template <class Row, class Fn>
 Status ScanPool::scan(const std::string& table, const std::string& sql, int64_t from, int64_t to,
-                      Fn read, std::vector<Row>& out) {
-  const auto parts = ranges(table);
+                      Fn read, std::vector<Row>& out, int64_t rows_per_worker) {
+  const auto parts = ranges(table, rows_per_worker);
   std::vector<std::vector<Row>> got(parts.size());
   std::vector<Status> status(parts.size());
   auto work = [&](size_t k) {

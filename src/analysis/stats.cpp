@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analysis/stats.hpp"
 
+#include "analysis/parallel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 
 namespace gpuwhy::analysis {
 namespace {
@@ -14,7 +15,11 @@ struct OpAcc {
   uint64_t errors = 0, bytes = 0;
 };
 
-std::vector<OpStats> finish_ops(const TraceRows& rows, std::map<uint16_t, OpAcc>& acc) {
+using OpAccs = std::map<uint16_t, OpAcc>;
+
+// Reorders each durs vector (percentiles are selected in place); the values stay, so the
+// accumulators can still be merged afterwards.
+std::vector<OpStats> finish_ops(const TraceRows& rows, OpAccs& acc) {
   std::vector<OpStats> out;
   out.reserve(acc.size());
   for (auto& [api, a] : acc) {
@@ -33,20 +38,25 @@ std::vector<OpStats> finish_ops(const TraceRows& rows, std::map<uint16_t, OpAcc>
   return out;
 }
 
-void add(std::map<uint16_t, OpAcc>& acc, const CallRow& c) {
+void add(OpAccs& acc, const CallRow& c) {
   OpAcc& a = acc[c.api];
   a.durs.push_back(c.dur);
   if (c.ret != 0) ++a.errors;
   a.bytes += c.bytes;
 }
 
-// Per-operation stats of the calls selected by `pick`.
-template <class Pick>
-std::vector<OpStats> op_stats(const TraceRows& rows, size_t b, size_t e, Pick pick) {
-  std::map<uint16_t, OpAcc> acc;
-  for (size_t i = b; i < e; ++i)
-    if (pick(rows.calls[i])) add(acc, rows.calls[i]);
-  return finish_ops(rows, acc);
+// The accumulators of several threads as one (a process's, the whole trace's).
+OpAccs merged(const std::vector<const OpAccs*>& parts) {
+  OpAccs out;
+  for (const OpAccs* p : parts) {
+    for (const auto& [api, a] : *p) {
+      OpAcc& o = out[api];
+      o.durs.insert(o.durs.end(), a.durs.begin(), a.durs.end());
+      o.errors += a.errors;
+      o.bytes += a.bytes;
+    }
+  }
+  return out;
 }
 
 RateDrop drop_of(const RateSeries& s, double min_drop) {
@@ -149,12 +159,15 @@ RateDrop find_rate_drop(const std::vector<double>& rates, double min_drop) {
 Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) {
   Stats st;
   st.calls = rows.calls.size();
-  auto all = [](const CallRow&) { return true; };
-
-  // Threads come from the joins (already one per tid, with their call ranges).
-  std::map<uint32_t, ProcessStats> procs;
-  for (const ThreadSummary& t : joins.threads) {
-    ThreadStats ts;
+  // Threads come from the joins (already one per tid, with their call ranges): each thread's
+  // durations are collected once, and processes and the whole trace merge them.
+  const size_t nt = joins.threads.size();
+  std::vector<OpAccs> accs(nt);
+  std::vector<ThreadStats> threads(nt);
+  parallel_for(nt, [&](size_t k) {
+    const ThreadSummary& t = joins.threads[k];
+    for (size_t i = t.call_begin; i < t.call_end; ++i) add(accs[k], rows.calls[i]);
+    ThreadStats& ts = threads[k];
     ts.pid = t.pid;
     ts.tid = t.tid;
     ts.comm = rows.thread_name(t.tid);
@@ -163,7 +176,13 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
     ts.last_ns = t.last_ns;
     ts.api_ns = t.api_ns;
     ts.off = t.off;
-    ts.ops = op_stats(rows, t.call_begin, t.call_end, all);
+    ts.ops = finish_ops(rows, accs[k]);
+  });
+  std::map<uint32_t, ProcessStats> procs;
+  std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
+  for (size_t k = 0; k < nt; ++k) {
+    const ThreadSummary& t = joins.threads[k];
+    threads_of[t.pid].push_back(k);
     ProcessStats& p = procs[t.pid];
     if (p.calls == 0) {
       p.pid = t.pid;
@@ -171,50 +190,69 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
       p.first_ns = t.first_ns;
       p.last_ns = t.last_ns;
     }
-    p.calls += ts.calls;
-    p.api_ns += ts.api_ns;
+    p.calls += threads[k].calls;
+    p.api_ns += threads[k].api_ns;
     p.first_ns = std::min(p.first_ns, t.first_ns);
     p.last_ns = std::max(p.last_ns, t.last_ns);
-    p.threads.push_back(std::move(ts));
+    p.threads.push_back(std::move(threads[k]));
   }
-  for (auto& [pid, p] : procs) {
+  std::vector<ProcessStats*> plist;
+  for (auto& [pid, p] : procs) plist.push_back(&p);
+  parallel_for(plist.size(), [&](size_t i) {
+    ProcessStats& p = *plist[i];
     std::sort(p.threads.begin(), p.threads.end(), [](const ThreadStats& a, const ThreadStats& b) {
       return a.calls != b.calls ? a.calls > b.calls : a.tid < b.tid;
     });
     if (p.threads.size() == 1) {
-      p.ops = p.threads[0].ops;  // the common case: no second pass over the calls
+      p.ops = p.threads[0].ops;  // the common case: nothing to merge
     } else {
-      const uint32_t want = pid;
-      p.ops =
-          op_stats(rows, 0, rows.calls.size(), [want](const CallRow& c) { return c.pid == want; });
+      std::vector<const OpAccs*> parts;
+      for (size_t k : threads_of[p.pid]) parts.push_back(&accs[k]);
+      OpAccs all = merged(parts);
+      p.ops = finish_ops(rows, all);
     }
-    st.processes.push_back(std::move(p));
-  }
+  });
+  for (auto& [pid, p] : procs) st.processes.push_back(std::move(p));
   std::sort(st.processes.begin(), st.processes.end(),
             [](const ProcessStats& a, const ProcessStats& b) {
               return a.calls != b.calls ? a.calls > b.calls : a.pid < b.pid;
             });
-  st.ops =
-      st.processes.size() == 1 ? st.processes[0].ops : op_stats(rows, 0, rows.calls.size(), all);
-
-  // Launch rate per process, over the process's active span.
-  std::unordered_map<uint32_t, std::vector<int64_t>> launches, calls;
-  for (const CallRow& c : rows.calls) {
-    calls[c.pid].push_back(c.ts);
-    if (c.cat == Category::Launch || c.cat == Category::Graph) launches[c.pid].push_back(c.ts);
+  if (st.processes.size() == 1) {
+    st.ops = st.processes[0].ops;
+  } else {
+    std::vector<const OpAccs*> parts;
+    for (const OpAccs& a : accs) parts.push_back(&a);
+    OpAccs all = merged(parts);
+    st.ops = finish_ops(rows, all);
   }
-  for (const ProcessStats& p : st.processes) {
-    const bool use_launches = launches[p.pid].size() >= 20;
-    const std::vector<int64_t>& ts = use_launches ? launches[p.pid] : calls[p.pid];
-    if (ts.size() < 20) continue;
+  // Launch rate per process, over the process's active span.
+  st.rates.resize(st.processes.size());
+  parallel_for(st.processes.size(), [&](size_t i) {
+    const ProcessStats& p = st.processes[i];
+    std::vector<int64_t> launches, calls;
+    for (size_t k : threads_of[p.pid]) {
+      const ThreadSummary& t = joins.threads[k];
+      for (size_t c = t.call_begin; c < t.call_end; ++c) {
+        const CallRow& row = rows.calls[c];
+        calls.push_back(row.ts);
+        if (row.cat == Category::Launch || row.cat == Category::Graph) launches.push_back(row.ts);
+      }
+    }
+    const bool use_launches = launches.size() >= 20;
+    const std::vector<int64_t>& ts = use_launches ? launches : calls;
+    if (ts.size() < 20) return;
     const auto [lo, hi] = std::minmax_element(ts.begin(), ts.end());
     RateSeries s = make_rate_series(ts, rows.window.start_ns, *lo, *hi);
     s.pid = p.pid;
     s.comm = p.comm;
     s.what = use_launches ? "launches" : "calls";
     s.drop = drop_of(s, min_drop);
-    st.rates.push_back(std::move(s));
-  }
+    st.rates[i] = std::move(s);
+  });
+  // Processes with too few calls for a rate leave an empty slot.
+  st.rates.erase(std::remove_if(st.rates.begin(), st.rates.end(),
+                                [](const RateSeries& s) { return s.counts.empty(); }),
+                 st.rates.end());
   return st;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/phase_timer.hpp"
 #include "analysis/analysis.hpp"
 #include "cli/commands.hpp"
 #include "export/explain_render.hpp"
@@ -27,11 +28,15 @@ int run_explain(const ExplainFlags& f) {
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
+  PhaseTimer timer("explain");
   auto rows = analysis::load_trace(*file.value(), {window.value(), f.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
+  timer.lap("load");
   const analysis::Report report = analysis::analyze(std::move(rows.value()));
+  timer.lap("analyze");
   const std::string out = f.json ? render::explain_json(report).dump(2) + "\n"
                                  : render::explain_text(report, {.per_process = f.per_process});
+  timer.lap("render");
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return 0;

@@ -74,8 +74,6 @@ class Recorder {
     }
   }
 
-  uint64_t write_errors() const { return write_errors_; }
-  void add_write_errors(uint64_t n) { write_errors_ += n; }
   size_t process_count() const { return pids_.size(); }
 
  private:
@@ -110,7 +108,6 @@ class Recorder {
   std::unique_ptr<store::TraceWriter> w_;
   std::mutex mu_;
   std::set<uint32_t> pids_, tids_;
-  uint64_t write_errors_ = 0;
 };
 
 class TraceSession {
@@ -231,14 +228,14 @@ void TraceSession::writer_loop() {
     if (batch) {
       std::lock_guard lock(rec_->mu());
       rec_->note_identities(*batch);
-      if (Status s = rec_->writer().write_batch(*batch); !s) {
-        rec_->add_write_errors(batch->size());
-        spdlog::error("{}", s.error().line());
-      }
+      if (Status s = rec_->writer().write_batch(*batch); !s) spdlog::error("{}", s.error().line());
     } else if (!timed_out && queue_.closed_and_empty()) {
       return;
     }
     if (SteadyClock::now() - last_counts >= 1s) {
+      std::unique_lock lock(rec_->mu());
+      if (Status s = rec_->writer().flush_due(); !s) spdlog::error("{}", s.error().line());
+      lock.unlock();
       flush_counts();
       last_counts = SteadyClock::now();
     }
@@ -253,7 +250,7 @@ TraceCounts TraceSession::counts() const {
   c.total_events = st.total.load();
   c.bpf = probes_->read_counters();
   c.decode_errors = st.decode_errors.load();
-  c.write_errors = rec_->write_errors();
+  c.write_errors = rec_->writer().lost_rows();
   return c;
 }
 

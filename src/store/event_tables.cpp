@@ -87,72 +87,73 @@ uint16_t api_has(uint16_t api) {
 
 // ---- per-table column mapping (base: bind index of the row's first column minus one) -----------
 
-void bind_row(Stmt& s, int b, const ApiCall& e, Interner&) {
+void fill_row(RowValues& r, const ApiCall& e, Interner&) {
   const uint16_t has = api_has(e.api);
   const ApiCallFields& f = e.f;
-  s.i64(b + 1, e.ts);
-  s.i64(b + 2, e.dur);
-  s.i64(b + 3, e.pid);
-  s.i64(b + 4, e.tid);
-  s.i64(b + 5, e.api);
-  s.i64(b + 6, e.lib);
-  s.i64(b + 7, e.ret);
-  s.opt(b + 8, has & kStream, f.stream);
-  s.opt(b + 9, has & kBytes, f.bytes);
-  s.opt(b + 10, (has & kOp) && f.op >= 0, f.op);
-  s.opt(b + 11, has & kAddr, f.addr);
-  s.opt(b + 12, has & kAddr2, f.addr2);
-  s.opt(b + 13, has & kGrid, f.blocks);
-  s.opt(b + 14, has & kGrid, f.threads_per_block);
-  s.opt(b + 15, (has & kPeer) && f.peer >= 0, f.peer);
-  s.opt(b + 16, has & kNRanks, f.nranks);
-  s.opt(b + 17, e.stack_id >= 0, e.stack_id);
-  s.i64(b + 18, e.flags);
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, e.api);
+  r.set(5, e.lib);
+  r.set(6, e.ret);
+  r.opt(7, has & kStream, f.stream);
+  r.opt(8, has & kBytes, f.bytes);
+  r.opt(9, (has & kOp) && f.op >= 0, f.op);
+  r.opt(10, has & kAddr, f.addr);
+  r.opt(11, has & kAddr2, f.addr2);
+  r.opt(12, has & kGrid, f.blocks);
+  r.opt(13, has & kGrid, f.threads_per_block);
+  r.opt(14, (has & kPeer) && f.peer >= 0, f.peer);
+  r.opt(15, has & kNRanks, f.nranks);
+  r.opt(16, e.stack_id >= 0, e.stack_id);
+  r.set(17, e.flags);
 }
 
 // The task on the other side of a switch, NULL when the kernel gave none.
-void bind_task(Stmt& s, int b, uint32_t pid, uint32_t tid, const Comm& comm, Interner& strings) {
+void fill_task(RowValues& r, uint32_t c, uint32_t pid, uint32_t tid, const Comm& comm,
+               Interner& strings) {
   const std::string_view name = comm_view(comm);
   const bool known = !name.empty() || pid != 0 || tid != 0;
-  s.opt(b + 1, known, pid);
-  s.opt(b + 2, known, tid);
+  r.opt(c, known, pid);
+  r.opt(c + 1, known, tid);
   const int64_t id = name.empty() ? 0 : strings.id(name);
-  s.opt(b + 3, id > 0, id);
+  r.opt(c + 2, id > 0, id);
 }
 
-void bind_row(Stmt& s, int b, const OffCpu& e, Interner& strings) {
-  s.i64(b + 1, e.ts);
-  s.i64(b + 2, e.dur);
-  s.i64(b + 3, e.runq);
-  s.i64(b + 4, e.pid);
-  s.i64(b + 5, e.tid);
-  s.i64(b + 6, e.cpu);
-  s.i64(b + 7, e.preempted ? 1 : 0);
-  s.i64(b + 8, e.prev_state);
-  bind_task(s, b + 8, e.next_pid, e.next_tid, e.next_comm, strings);
-  bind_task(s, b + 11, e.waker_pid, e.waker_tid, e.waker_comm, strings);
+void fill_row(RowValues& r, const OffCpu& e, Interner& strings) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.runq);
+  r.set(3, e.pid);
+  r.set(4, e.tid);
+  r.set(5, e.cpu);
+  r.set(6, e.preempted ? 1 : 0);
+  r.set(7, e.prev_state);
+  fill_task(r, 8, e.next_pid, e.next_tid, e.next_comm, strings);
+  fill_task(r, 11, e.waker_pid, e.waker_tid, e.waker_comm, strings);
 }
 
-void bind_row(Stmt& s, int b, const SyscallEvent& e, Interner&) {
-  s.i64(b + 1, e.ts);
-  s.i64(b + 2, e.dur);
-  s.i64(b + 3, e.pid);
-  s.i64(b + 4, e.tid);
-  s.i64(b + 5, e.nr);
-  s.i64(b + 6, e.ret);
-  s.u64(b + 7, e.arg0);
+void fill_row(RowValues& r, const SyscallEvent& e, Interner&) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, e.nr);
+  r.set(5, e.ret);
+  r.set(6, static_cast<int64_t>(e.arg0));
 }
 
-void bind_row(Stmt& s, int b, const BlockIo& e, Interner&) {
-  s.i64(b + 1, e.ts);
-  s.i64(b + 2, e.dur);
-  s.i64(b + 3, e.pid);
-  s.i64(b + 4, e.tid);
-  s.i64(b + 5, e.dev);
-  s.u64(b + 6, e.sector);
-  s.i64(b + 7, e.bytes);
-  s.i64(b + 8, e.op);
-  s.i64(b + 9, e.error);
+void fill_row(RowValues& r, const BlockIo& e, Interner&) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, e.dev);
+  r.set(5, static_cast<int64_t>(e.sector));
+  r.set(6, e.bytes);
+  r.set(7, e.op);
+  r.set(8, e.error);
 }
 
 void bind_row(Stmt& s, int b, const TcpRetrans& e, Interner&) {
@@ -168,12 +169,12 @@ void bind_row(Stmt& s, int b, const TcpRetrans& e, Interner&) {
   s.i64(b + 9, e.state);
 }
 
-void bind_row(Stmt& s, int b, const Reclaim& e, Interner&) {
-  s.i64(b + 1, e.ts);
-  s.i64(b + 2, e.dur);
-  s.i64(b + 3, e.pid);
-  s.i64(b + 4, e.tid);
-  s.u64(b + 5, e.nr_reclaimed);
+void fill_row(RowValues& r, const Reclaim& e, Interner&) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, static_cast<int64_t>(e.nr_reclaimed));
 }
 
 std::string_view proc_kind_name(ProcEventKind k) {
@@ -192,13 +193,10 @@ std::string_view proc_kind_name(ProcEventKind k) {
   return "unknown";
 }
 
-std::string insert_sql(const char* table, const char* cols, int ncols, int rows) {
-  std::string row = "(";
-  for (int i = 0; i < ncols; ++i) row += i ? ",?" : "?";
-  row += ')';
-  std::string sql = std::string("INSERT INTO ") + table + "(" + cols + ") VALUES ";
-  for (int r = 0; r < rows; ++r) sql += (r ? "," : "") + row;
-  return sql;
+std::string insert_sql(const char* table, const char* cols, int ncols) {
+  std::string sql = std::string("INSERT INTO ") + table + "(" + cols + ") VALUES (";
+  for (int i = 0; i < ncols; ++i) sql += i ? ",?" : "?";
+  return sql + ")";
 }
 
 Status prepare_table(sqlite3* db, EventTables::Table& t, const char* name, const char* cols,
@@ -206,12 +204,9 @@ Status prepare_table(sqlite3* db, EventTables::Table& t, const char* name, const
   t.name = name;
   t.columns = ncols;
   const std::string what = std::string("preparing inserts into ") + name;
-  auto one = Stmt::prepare(db, insert_sql(name, cols, ncols, 1), what);
+  auto one = Stmt::prepare(db, insert_sql(name, cols, ncols), what);
   if (!one) return one.error();
-  auto many = Stmt::prepare(db, insert_sql(name, cols, ncols, kRowsPerInsert), what);
-  if (!many) return many.error();
   t.one = std::move(one.value());
-  t.many = std::move(many.value());
   return {};
 }
 
@@ -252,30 +247,21 @@ void Interner::rollback() {
 Result<EventTables> EventTables::prepare(sqlite3* db) {
   EventTables t;
   t.db_ = db;
-  struct Spec {
-    Table* table;
-    const char* name;
-    const char* cols;
-    int ncols;
-  };
-  const Spec specs[] = {
-      {&t.api_calls_, "api_calls",
-       "ts,dur,pid,tid,api,lib,ret,stream,bytes,op,addr,addr2,blocks,tpb,peer,nranks,stack_id,"
-       "flags",
-       18},
-      {&t.offcpu_, "offcpu",
-       "ts,dur,runq,pid,tid,cpu,preempted,state,next_pid,next_tid,next_comm,waker_pid,waker_tid,"
-       "waker_comm",
-       14},
-      {&t.syscalls_, "syscalls", "ts,dur,pid,tid,nr,ret,arg0", 7},
-      {&t.block_io_, "block_io", "ts,dur,pid,tid,dev,sector,bytes,op,error", 9},
-      {&t.tcp_retrans_, "tcp_retrans", "ts,pid,tid,family,saddr,sport,daddr,dport,state", 9},
-      {&t.reclaim_, "reclaim", "ts,dur,pid,tid,nr_reclaimed", 5},
-      {&t.proc_events_, "proc_events",
-       "ts,kind,pid,tid,other_pid,other_tid,exit_code,comm,filename", 9},
-  };
-  for (const Spec& s : specs)
-    if (auto st = prepare_table(db, *s.table, s.name, s.cols, s.ncols); !st) return st.error();
+  // Low-rate tables with text columns stay ordinary rows.
+  if (auto st = prepare_table(db, t.tcp_retrans_, "tcp_retrans",
+                              "ts,pid,tid,family,saddr,sport,daddr,dport,state", 9);
+      !st)
+    return st.error();
+  if (auto st = prepare_table(db, t.proc_events_, "proc_events",
+                              "ts,kind,pid,tid,other_pid,other_tid,exit_code,comm,filename", 9);
+      !st)
+    return st.error();
+  for (const ChunkedTable& spec : chunked_tables()) {
+    auto sink = ChunkSink::prepare(db, spec);
+    static_assert(sink_index<ApiCall>() == 0 && sink_index<Reclaim>() == 4);
+    if (!sink) return sink.error();
+    t.sinks_.push_back(std::move(sink.value()));
+  }
 
   // The process (pid, start_ns) that exited is the latest one of that pid started before the exit.
   auto pexit = Stmt::prepare(
@@ -295,19 +281,10 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
   return t;
 }
 
-template <class E>
-Status EventTables::write_rows(Table& t, const std::vector<const E*>& rows, Interner& strings) {
-  size_t i = 0;
-  for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
-    for (int r = 0; r < kRowsPerInsert; ++r) bind_row(t.many, r * t.columns, *rows[i + r], strings);
-    if (strings.failed()) return Error{"writing strings: " + strings.error()};
-    if (t.many.run() != SQLITE_DONE) return sqlite_error(db_, std::string("writing ") + t.name);
-  }
-  for (; i < rows.size(); ++i) {
-    bind_row(t.one, 0, *rows[i], strings);
-    if (strings.failed()) return Error{"writing strings: " + strings.error()};
-    if (t.one.run() != SQLITE_DONE) return sqlite_error(db_, std::string("writing ") + t.name);
-  }
+Status EventTables::write_tcp(const TcpRetrans& e, Interner& strings) {
+  Table& t = tcp_retrans_;
+  bind_row(t.one, 0, e, strings);
+  if (t.one.run() != SQLITE_DONE) return sqlite_error(db_, "writing tcp_retrans");
   return {};
 }
 
@@ -338,48 +315,49 @@ Status EventTables::write_proc(const ProcEvent& e) {
   return {};
 }
 
-Status EventTables::write(std::span<const Event> events, Interner& strings) {
-  // Grouped per table so runs of rows go through the multi-row statement; order within a table
-  // is kept (rowids follow the batcher's time order).
-  std::vector<const ApiCall*> calls;
-  std::vector<const OffCpu*> offcpu;
-  std::vector<const SyscallEvent*> syscalls;
-  std::vector<const BlockIo*> block_io;
-  std::vector<const TcpRetrans*> tcp;
-  std::vector<const Reclaim*> reclaim;
-  std::vector<const ProcEvent*> procs;
-  calls.reserve(events.size());
+Status EventTables::write(std::span<const Event> events, Interner& strings, int64_t now_ns) {
+  RowValues row;
+  Status st;
   for (const Event& ev : events) {
     std::visit(
         [&](const auto& e) {
           using T = std::decay_t<decltype(e)>;
-          if constexpr (std::is_same_v<T, ApiCall>)
-            calls.push_back(&e);
-          else if constexpr (std::is_same_v<T, OffCpu>)
-            offcpu.push_back(&e);
-          else if constexpr (std::is_same_v<T, SyscallEvent>)
-            syscalls.push_back(&e);
-          else if constexpr (std::is_same_v<T, BlockIo>)
-            block_io.push_back(&e);
-          else if constexpr (std::is_same_v<T, TcpRetrans>)
-            tcp.push_back(&e);
-          else if constexpr (std::is_same_v<T, Reclaim>)
-            reclaim.push_back(&e);
-          else if constexpr (std::is_same_v<T, ProcEvent>)
-            procs.push_back(&e);
+          if constexpr (std::is_same_v<T, TcpRetrans>) {
+            st = write_tcp(e, strings);
+          } else if constexpr (std::is_same_v<T, ProcEvent>) {
+            st = write_proc(e);
+          } else if constexpr (requires { fill_row(row, e, strings); }) {
+            row.nulls = 0;
+            fill_row(row, e, strings);
+            st = sinks_[sink_index<T>()].add(row, now_ns);
+          }
           // LibMapped only tells discovery where to look; it is not stored.
         },
         ev);
+    if (!st) return st;
+    if (strings.failed()) return Error{"writing strings: " + strings.error()};
   }
-  if (auto s = write_rows(api_calls_, calls, strings); !s) return s;
-  if (auto s = write_rows(offcpu_, offcpu, strings); !s) return s;
-  if (auto s = write_rows(syscalls_, syscalls, strings); !s) return s;
-  if (auto s = write_rows(block_io_, block_io, strings); !s) return s;
-  if (auto s = write_rows(tcp_retrans_, tcp, strings); !s) return s;
-  if (auto s = write_rows(reclaim_, reclaim, strings); !s) return s;
-  for (const ProcEvent* p : procs)
-    if (auto s = write_proc(*p); !s) return s;
   return {};
+}
+
+Status EventTables::flush(int64_t older_than_ns) {
+  Status result;
+  for (ChunkSink& s : sinks_)
+    if (Status st = s.flush(older_than_ns); !st && result) result = st;
+  return result;
+}
+
+void EventTables::mark_committed() {
+  for (ChunkSink& s : sinks_) s.mark();
+}
+
+uint64_t EventTables::rolled_back_rows() {
+  uint64_t n = 0;
+  for (ChunkSink& s : sinks_) {
+    n += s.written_since_mark();
+    s.mark();
+  }
+  return n;
 }
 
 }  // namespace gpuwhy::store

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The insert side of the event tables: one cached statement per table (single-row and multi-row),
-// task-name interning, and the per-event column mapping. Used by TraceWriter inside its batch
+// The insert side of the event tables: chunk sinks for the high-rate tables, one cached statement
+// for each row table, task-name interning, and the per-event column mapping. Used by TraceWriter inside its batch
 // transaction; not thread-safe (one writer thread).
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "core/result.hpp"
 #include "model/events.hpp"
+#include "store/chunked_tables.hpp"
 #include "store/sqlite_util.hpp"
 
 namespace gpuwhy::store {
@@ -41,31 +42,49 @@ class Interner {
   std::string error_;
 };
 
-// Rows per multi-row INSERT. Measured on this code (1 M api_calls rows, 10 k per batch, WAL,
-// synchronous=NORMAL): see docs/schema.md "Write path".
-inline constexpr int kRowsPerInsert = 16;
+// Partial chunks are written once their first row is this old: it bounds what a SIGKILLed agent
+// loses (and how stale a live file looks to explain) at the cost of smaller chunks for threads
+// that make few calls.
+inline constexpr int64_t kChunkFlushAgeNs = 1'000'000'000;
 
 class EventTables {
  public:
   static Result<EventTables> prepare(sqlite3* db);
 
-  // Writes every stored event kind of `events` (LibMapped is not stored). The caller owns the
-  // transaction. Returns the Error naming the table that failed.
-  Status write(std::span<const Event> events, Interner& strings);
+  // Writes every stored event kind of `events` (LibMapped is not stored): the chunked tables'
+  // rows join their thread's open chunk (written when full), the rest are inserted. The caller
+  // owns the transaction. Returns the Error naming the table that failed.
+  Status write(std::span<const Event> events, Interner& strings, int64_t now_ns);
+  // Writes the open chunks whose first row was added before `older_than_ns` (INT64_MAX: all).
+  Status flush(int64_t older_than_ns);
+  // After a commit: the chunks written so far are durable.
+  void mark_committed();
+  // After a rollback: rows of the chunks written (or failed to write) since the last commit, all
+  // undone. Resets the count.
+  uint64_t rolled_back_rows();
 
   struct Table {
     const char* name = "";
     int columns = 0;
-    Stmt one, many;  // 1 row, kRowsPerInsert rows
+    Stmt one;
   };
 
  private:
-  template <class E>
-  Status write_rows(Table& t, const std::vector<const E*>& rows, Interner& strings);
+  Status write_tcp(const TcpRetrans& e, Interner& strings);
   Status write_proc(const ProcEvent& e);
+  // Position in chunked_tables() of the table that stores event type T.
+  template <class T>
+  static constexpr size_t sink_index() {
+    if constexpr (std::is_same_v<T, ApiCall>) return 0;
+    if constexpr (std::is_same_v<T, OffCpu>) return 1;
+    if constexpr (std::is_same_v<T, SyscallEvent>) return 2;
+    if constexpr (std::is_same_v<T, BlockIo>) return 3;
+    return 4;  // Reclaim
+  }
 
   sqlite3* db_ = nullptr;
-  Table api_calls_, offcpu_, syscalls_, block_io_, tcp_retrans_, reclaim_, proc_events_;
+  Table tcp_retrans_, proc_events_;
+  std::vector<ChunkSink> sinks_;  // in chunked_tables() order
   Stmt process_exit_, thread_exit_;
 };
 

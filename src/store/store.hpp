@@ -19,7 +19,7 @@
 
 namespace gpuwhy::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: chunked event tables (chunk_codec.hpp)
 
 struct SessionInfo {
   std::string host, kernel, agent_version, command_line;
@@ -42,8 +42,15 @@ class TraceWriter {
   static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const SessionInfo& s);
   ~TraceWriter();
 
-  // One transaction per call; prepared statements; interned task names.
+  // One transaction per call; prepared statements; interned task names. Rows of the chunked
+  // tables join their thread's open chunk; full chunks, and partial ones older than
+  // kChunkFlushAgeNs, are written in the same transaction.
   Status write_batch(std::span<const Event> events);
+  // Writes the partial chunks older than kChunkFlushAgeNs when no batch comes to do it (an idle
+  // trace): call it about once a second.
+  Status flush_due();
+  // Rows and events accepted but lost to transactions that failed (counted as store/write_error).
+  uint64_t lost_rows() const;
 
   // Library attached (returns libraries.id) and per-API placement / failures.
   Result<uint16_t> add_library(const discover::LibraryFile& lib, int64_t first_seen_ns,
@@ -60,7 +67,7 @@ class TraceWriter {
   Status set_counts(std::span<const LossCount> losses,
                     std::span<const std::pair<std::string, uint64_t>> event_counts);
 
-  // Marks the session complete, builds the analysis indexes, checkpoints the WAL.
+  // Writes the open chunks, marks the session complete, checkpoints the WAL.
   Status finish(int64_t end_ns);
 
   const std::string& path() const { return path_; }
@@ -69,6 +76,8 @@ class TraceWriter {
  private:
   struct Impl;
   TraceWriter(std::string path, std::unique_ptr<Impl> impl);
+  template <class Fn>
+  Status transaction(Fn body, std::span<const Event> events);
   std::string path_;
   std::unique_ptr<Impl> impl_;
 };
@@ -84,7 +93,8 @@ struct SessionState {
 };
 
 // Read-only access. open() gives one clear Error for: missing file, not SQLite / corrupt, not a
-// gpuwhy trace, a schema newer than this build. The shipped views (sql/views/*.sql) are installed
+// gpuwhy trace, a schema newer than this build or older than 2 (one row per event). The chunked
+// event tables are attached (chunked_vtab.hpp) and the shipped views (sql/views/*.sql) installed
 // as TEMP views, then an authorizer refuses every write, ATTACH, PRAGMA write and extension load.
 // Works on a copied file without root; a WAL-mode copy in a directory this user cannot write is
 // read through a private temporary copy (see docs/schema.md "Reading a copied file").
@@ -154,8 +164,9 @@ struct ViewInfo {
 // Every sql/views/*.sql embedded in this build (files named v_*.sql), sorted by name.
 std::vector<ViewInfo> shipped_views();
 
-// Creates every shipped view, as TEMP views (readers: this build's views shadow the ones stored in
-// the file) or in the file itself (the writer: so a copy opened with plain sqlite3 has them too).
+// Creates every shipped view, as TEMP views (readers: this build's views shadow any stored in an
+// older file) or in the database itself. The writer stores none: the views read the chunked
+// event tables, which exist only on connections gpuwhy opened (attach_chunked_tables).
 Status install_views(sqlite3* db, bool temp);
 
 }  // namespace gpuwhy::store

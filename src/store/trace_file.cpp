@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "store/chunked_vtab.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 #include "store/writer_lock.hpp"
@@ -154,35 +155,6 @@ Result<std::string> private_copy(const std::string& path) {
   return tmpl;
 }
 
-// A trace that was not finished has no analysis indexes (finish() builds them, after recording,
-// so ingest stays fast). The per-call views seek offcpu by (tid, ts) twice per call; without the
-// index each seek is a scan, quadratic on a big killed trace. Read offcpu through an indexed TEMP
-// copy instead: same rows, same rowids, and it shadows main.offcpu for unqualified names. For a
-// live trace it is a snapshot of offcpu taken at open().
-Status shadow_unindexed_offcpu(sqlite3* db) {
-  sqlite3_stmt* s = nullptr;
-  std::string cols;
-  bool indexed = false;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT (SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' "
-                         "AND name = 'offcpu_tid_ts'), group_concat(name, ',') "
-                         "FROM pragma_table_info('offcpu', 'main')",
-                         -1, &s, nullptr) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW) {
-    indexed = sqlite3_column_int(s, 0) > 0;
-    if (const auto* t = sqlite3_column_text(s, 1)) cols = reinterpret_cast<const char*>(t);
-  }
-  sqlite3_finalize(s);
-  if (indexed || cols.empty()) return {};
-  return exec(db,
-              "CREATE TEMP TABLE offcpu AS SELECT * FROM main.offcpu WHERE 0;"
-              "INSERT INTO temp.offcpu(rowid, " +
-                  cols + ") SELECT rowid, " + cols +
-                  " FROM main.offcpu;"
-                  "CREATE INDEX temp.offcpu_tid_ts ON offcpu(tid, ts);",
-              "indexing the off-CPU intervals of an unfinished trace");
-}
-
 }  // namespace
 
 TraceFile::~TraceFile() {
@@ -252,6 +224,12 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
                  p.tables == 0 && !has_wal
                      ? "if it was copied from a running or killed trace, copy its -wal file too"
                      : ""};
+  // Schema 1 kept events in plain tables; this build reads only the chunked ones.
+  if (p.user_version < kSchemaVersion)
+    return Error{path + " was written by an older gpuwhy (schema " +
+                     std::to_string(p.user_version) + "); this build reads schema " +
+                     std::to_string(kSchemaVersion),
+                 "re-record it, or analyse it with the gpuwhy version that recorded it"};
   f->schema_version_ = p.user_version;
 
   sqlite3* db = f->db_;
@@ -291,8 +269,10 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   int ignored = 0;
   sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, &ignored);
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &ignored);
-  if (f->status_ != "complete")
-    if (auto st = shadow_unindexed_offcpu(db); !st) return st.error();
+  // The event tables (api_calls, offcpu, ...) exist only as TEMP virtual tables over their
+  // chunks; the views read them. Their chunk index is built with the schema, so an unfinished
+  // trace needs no indexed copy of anything.
+  if (auto st = attach_chunked_tables(db); !st) return st.error();
   if (auto st = install_views(db, /*temp=*/true); !st) return st.error();
   if (auto st = exec(db, "PRAGMA query_only=1", "opening " + path); !st) return st.error();
   sqlite3_set_authorizer(db, authorize, nullptr);

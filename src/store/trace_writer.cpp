@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // TraceWriter: creates the trace file and appends batches to it. Ingest speed comes from one
-// transaction per batch, cached (multi-row) statements, no indexes until finish(), and WAL with
-// synchronous=NORMAL: a commit appends to the WAL without fsync, and a SIGKILLed agent still
-// leaves every committed batch readable (only a power loss can drop the last few).
+// transaction per batch, the chunked event tables (one SQLite row per 4096 events of a thread,
+// see chunk_codec.hpp), and WAL with synchronous=NORMAL: a commit appends to the WAL without
+// fsync. A SIGKILLed agent leaves every committed chunk readable; what it loses is the rows still
+// buffered in open chunks, at most kChunkFlushAgeNs of them (and a power loss the last commits).
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <optional>
 
@@ -23,15 +25,6 @@
 
 namespace gpuwhy::store {
 namespace {
-
-// Built after recording so that ingest does not pay for them; these serve the per-thread time
-// joins of the shipped views (v_call_offcpu) and of explain.
-constexpr const char* kAnalysisIndexes =
-    "CREATE INDEX IF NOT EXISTS api_calls_tid_ts ON api_calls(tid, ts);"
-    "CREATE INDEX IF NOT EXISTS offcpu_tid_ts ON offcpu(tid, ts);"
-    "CREATE INDEX IF NOT EXISTS syscalls_tid_ts ON syscalls(tid, ts);"
-    "CREATE INDEX IF NOT EXISTS block_io_tid_ts ON block_io(tid, ts);"
-    "CREATE INDEX IF NOT EXISTS reclaim_tid_ts ON reclaim(tid, ts);";
 
 // The SQLite files that belong to a database path, moved and removed together: a -wal left next
 // to a different database would be replayed into it.
@@ -94,7 +87,7 @@ struct TraceWriter::Impl {
   // Metadata statements, prepared on first use.
   Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, thread_update, thread_insert;
   Stmt loss_clear, loss_insert, count_clear, count_insert;
-  uint64_t failed_events = 0;  // events of batches that could not be committed
+  std::atomic<uint64_t> failed_events = 0;  // rows and events lost to failed transactions
   bool finished = false;
 };
 
@@ -143,7 +136,6 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   if (auto st = exec(db, "BEGIN IMMEDIATE", "creating " + path); !st) return st.error();
   if (auto st = exec(db, schema, "creating the schema of " + path); !st) return st.error();
   if (auto st = fill_lookup_tables(db); !st) return st.error();
-  if (auto st = install_views(db, /*temp=*/false); !st) return st.error();
   {
     auto ins = Stmt::prepare(
         db,
@@ -211,26 +203,48 @@ Status TraceWriter::write_batch(std::span<const Event> events) {
         },
         ev);
   }
+  const int64_t now = wall_ns();
+  return transaction([&]() -> Status {
+    if (Status st = m.tables->write(events, *m.strings, now); !st) return st;
+    if (Status st = m.tables->flush(now - kChunkFlushAgeNs); !st) return st;
+    m.session_commit.i64(1, now);
+    m.session_commit.i64(2, last);
+    if (m.session_commit.run() != SQLITE_DONE) return sqlite_error(m.db, "writing session");
+    return {};
+  }, events);
+}
+
+Status TraceWriter::flush_due() {
+  Impl& m = *impl_;
+  if (m.finished) return {};
+  const int64_t now = wall_ns();
+  return transaction([&] { return m.tables->flush(now - kChunkFlushAgeNs); }, {});
+}
+
+// Runs `body` in one transaction. When it fails, the events of `events` that went to row tables
+// and every row of the chunks written in it are lost: they are counted, and the error returned.
+template <class Fn>
+Status TraceWriter::transaction(Fn body, std::span<const Event> events) {
+  Impl& m = *impl_;
   if (m.begin.run() != SQLITE_DONE) {
     m.failed_events += events.size();
     return sqlite_error(m.db, "writing " + path_ + ": cannot begin a transaction");
   }
-  Status st = m.tables->write(events, *m.strings);
-  if (st) {
-    m.session_commit.i64(1, wall_ns());
-    m.session_commit.i64(2, last);
-    if (m.session_commit.run() != SQLITE_DONE) st = sqlite_error(m.db, "writing session");
-  }
+  Status st = body();
   if (st && m.commit.run() != SQLITE_DONE) st = sqlite_error(m.db, "committing a batch");
   if (st) {
     m.strings->commit();
+    m.tables->mark_committed();
     return {};
   }
   const Error err{"writing " + path_ + ": " + st.error().what, st.error().hint};
   m.rollback.run();
   m.strings->rollback();
   m.strings->clear_failure();
-  m.failed_events += events.size();
+  m.failed_events += m.tables->rolled_back_rows();
+  for (const Event& ev : events)
+    if (std::holds_alternative<TcpRetrans>(ev) || std::holds_alternative<ProcEvent>(ev))
+      ++m.failed_events;
   return err;
 }
 
@@ -392,13 +406,13 @@ Status TraceWriter::set_counts(std::span<const LossCount> losses,
   for (const LossCount& l : losses) {
     uint64_t n = l.count;
     if (l.source == "store" && l.cause == "write_error") {
-      n = std::max(n, m.failed_events);
+      n = std::max(n, m.failed_events.load());
       store_counted = true;
     }
     ok = ok && put_loss(l.source, l.cause, n);
   }
   if (!store_counted && m.failed_events > 0)
-    ok = ok && put_loss("store", "write_error", m.failed_events);
+    ok = ok && put_loss("store", "write_error", m.failed_events.load());
   for (const auto& [source, n] : event_counts) {
     if (!ok) break;
     cins->text(1, source);
@@ -410,6 +424,8 @@ Status TraceWriter::set_counts(std::span<const LossCount> losses,
   m.rollback.run();
   return e;
 }
+
+uint64_t TraceWriter::lost_rows() const { return impl_->failed_events.load(); }
 
 uint64_t TraceWriter::bytes_on_disk() const {
   uint64_t total = 0;
@@ -425,21 +441,18 @@ Status TraceWriter::finish(int64_t end_ns) {
   if (m.finished) return {};
   m.checkpointer.reset();  // the final checkpoint below runs alone
   sqlite3* db = m.db;
-  // Status and indexes commit together: a trace marked complete always has its indexes.
-  if (auto st = exec(db, "BEGIN IMMEDIATE", "finishing " + path_); !st) return st;
-  Status st = [&]() -> Status {
-    auto upd = Stmt::prepare(db, "UPDATE session SET status = 'complete', end_ns = ? WHERE id = 1",
-                             "finishing " + path_);
-    if (!upd) return upd.error();
-    upd->i64(1, end_ns);
-    if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
-    if (auto s = exec(db, kAnalysisIndexes, "indexing " + path_); !s) return s;
-    return exec(db, "COMMIT", "finishing " + path_);
-  }();
-  if (!st) {
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  // The last open chunks and the status commit together: a trace marked complete has every row.
+  if (Status st = transaction([&]() -> Status {
+        if (Status f = m.tables->flush(INT64_MAX); !f) return f;
+        auto upd = Stmt::prepare(db, "UPDATE session SET status = 'complete', end_ns = ? WHERE id = 1",
+                                 "finishing " + path_);
+        if (!upd) return upd.error();
+        upd->i64(1, end_ns);
+        if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
+        return {};
+      }, {});
+      !st)
     return st;
-  }
   m.finished = true;
 
   // Fold the WAL into the database and leave rollback-journal mode: the finished trace is one

@@ -13,6 +13,7 @@
 
 #include "analysis/rows.hpp"
 #include "catalog/api_catalog.hpp"
+#include "store/chunked_vtab.hpp"
 #include "store/embedded_sql.hpp"
 #include "store/lookup_tables.hpp"
 #include "store/store.hpp"
@@ -123,8 +124,8 @@ class RowsBuilder {
   TraceRows rows_;
 };
 
-// Creates a schema-v1 trace file at `path` with this build's schema and lookup tables, then runs
-// `fixture_sql`. Returns an empty string on success, else the error.
+// Creates a trace file (schema kSchemaVersion) at `path` with this build's schema and lookup
+// tables, then runs `fixture_sql`. Returns an empty string on success, else the error.
 inline std::string make_trace_db(const std::string& path, const std::string& fixture_sql) {
   std::remove(path.c_str());
   sqlite3* db = nullptr;
@@ -143,6 +144,10 @@ inline std::string make_trace_db(const std::string& path, const std::string& fix
   };
   run("BEGIN", "begin");
   run(schema, "schema");
+  // The event tables exist as virtual tables over their chunks: fixtures INSERT through them.
+  if (err.empty()) {
+    if (auto st = store::attach_chunked_tables(db); !st) err = "event tables: " + st.error().what;
+  }
   if (err.empty()) {
     if (auto st = store::fill_lookup_tables(db); !st) err = "lookup tables: " + st.error().what;
   }

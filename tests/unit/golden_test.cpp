@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Golden tests: tests/golden/<name>/fixture.sql (INSERTs into a schema-v1 file) -> the output of
+// Golden tests: tests/golden/<name>/fixture.sql (INSERTs into a schema-2 file; event rows go
+// through the chunked tables) -> the output of
 // the commands listed in tests/golden/<name>/cases, compared byte for byte with the expected
 // files next to them. GPUWHY_UPDATE_GOLDEN=1 rewrites the expected files instead (review the
 // diff before committing it).

@@ -17,6 +17,8 @@
 
 #include "catalog/api_catalog.hpp"
 #include "model/events.hpp"
+#include "store/chunk_codec.hpp"
+#include "store/chunked_vtab.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::testing {
@@ -110,6 +112,17 @@ inline OffCpu offcpu(int64_t ts, int64_t dur, uint32_t pid, uint32_t tid, bool p
   return o;
 }
 
+// kChunkRows calls of one thread, 1 us apart: a batch the writer stores as soon as it commits (a
+// full chunk). Fewer rows of a thread wait in its open chunk until finish(), or until they are
+// kChunkFlushAgeNs old, and a writer that dies before then loses them.
+inline std::vector<Event> full_chunk(int64_t t0, uint32_t pid, uint32_t tid,
+                                     const char* api = "cudaLaunchKernel") {
+  std::vector<Event> out;
+  for (uint32_t i = 0; i < store::kChunkRows; ++i)
+    out.push_back(call(api, t0 + i * 1000, 500, pid, tid));
+  return out;
+}
+
 inline std::unique_ptr<store::TraceWriter> make_writer(const std::string& path) {
   auto w = store::TraceWriter::create(path, session_info());
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : w.error().line());
@@ -142,10 +155,13 @@ inline std::string scalar(const store::TraceFile& f, const std::string& sql) {
   return r.empty() || r[0].empty() ? "<no row>" : r[0][0];
 }
 
-// Runs SQL on a plain read-write connection, outside the store (to doctor files in tests).
+// Runs SQL on a plain read-write connection, outside the store (to doctor files in tests). The
+// event tables (api_calls, offcpu, ...) are there as on every connection gpuwhy opens.
 inline void raw_exec(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  auto attached = store::attach_chunked_tables(db);
+  EXPECT_TRUE(attached.ok()) << (attached.ok() ? "" : attached.error().line());
   char* msg = nullptr;
   EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg), SQLITE_OK) << (msg ? msg : "");
   sqlite3_free(msg);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The trace file's life: one writer at a time, rotation to .old, finish() to one indexed file,
-// a SIGKILLed writer, and TraceFile::open's one clear error per kind of bad file.
+// The trace file's life: one writer at a time, rotation to .old, finish() to one complete file,
+// a SIGKILLed writer (its written chunks readable), and TraceFile::open's one clear error per kind
+// of bad file.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -101,7 +102,18 @@ TEST(StoreOpen, SqliteFilesThatAreNotTracesAndNewerSchemas) {
   raw_exec(newer, "PRAGMA user_version = 7;");
   EXPECT_EQ(open_error(newer), newer +
                                    " was written by a newer gpuwhy (schema 7, this build "
-                                   "reads up to 1); upgrade gpuwhy");
+                                   "reads up to " +
+                                   std::to_string(store::kSchemaVersion) + "); upgrade gpuwhy");
+
+  // Schema 1 kept the events in plain tables: refused with one line that says what to do.
+  const std::string older = finished_trace(dir, "older.db");
+  raw_exec(older, "PRAGMA user_version = 1;");
+  EXPECT_EQ(open_error(older), older +
+                                   " was written by an older gpuwhy (schema 1); this build "
+                                   "reads schema " +
+                                   std::to_string(store::kSchemaVersion) +
+                                   "; re-record it, or analyse it with the gpuwhy version that "
+                                   "recorded it");
 
   // A trace with user_version reset to 0 is not taken for a trace (a half-created file is).
   const std::string zero = finished_trace(dir, "zero.db");
@@ -122,12 +134,13 @@ TEST(StoreOpen, SecondWriterIsRefusedWhileTheFirstLives) {
                                        "); choose another --out or stop that trace");
   // The refused writer touched nothing: the first one's file and batch are intact.
   EXPECT_FALSE(exists(path + ".old"));
-  ASSERT_TRUE(first->write_batch(some_events(kStart + 1000)).ok());
+  ASSERT_TRUE(first->write_batch(full_chunk(kStart + 1000, 10, 12)).ok());
   {
     auto f = open_trace(path);
     ASSERT_TRUE(f);
     EXPECT_TRUE(f->is_live());
-    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), "2");
+    // The full chunk is in the file; the first batch's rows still wait in their open chunk.
+    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), std::to_string(store::kChunkRows));
     EXPECT_NE(f->incomplete_warning().find("is still being recorded by gpuwhy trace (pid "),
               std::string::npos);
   }
@@ -145,7 +158,7 @@ TEST(StoreOpen, PreviousTraceIsRenamedToOldWithItsWal) {
   // an unfinished writer closed without finish() is enough to leave 'recording'.
   {
     auto w = make_writer(path);
-    ASSERT_TRUE(w->write_batch(some_events(kStart)).ok());
+    ASSERT_TRUE(w->write_batch(full_chunk(kStart, 10, 11)).ok());
   }
   write_file(path + ".old-wal", "stale wal of an older .old");
   auto w = make_writer(path);
@@ -154,7 +167,7 @@ TEST(StoreOpen, PreviousTraceIsRenamedToOldWithItsWal) {
                slurp(path + ".old-wal") == "stale wal of an older .old");
   auto old = open_trace(path + ".old");
   ASSERT_TRUE(old);
-  EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), "1");
+  EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), std::to_string(store::kChunkRows));
   auto now = open_trace(path);
   ASSERT_TRUE(now);
   EXPECT_EQ(scalar(*now, "SELECT count(*) FROM api_calls"), "0");
@@ -178,11 +191,11 @@ TEST(StoreOpen, FinishLeavesOneCompleteIndexedFile) {
   EXPECT_EQ(rows(*f,
                  "SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE "
                  "'sqlite_autoindex%' ORDER BY name"),
-            (Rows{{"api_calls_tid_ts"},
-                  {"block_io_tid_ts"},
-                  {"offcpu_tid_ts"},
-                  {"reclaim_tid_ts"},
-                  {"syscalls_tid_ts"}}));
+            (Rows{{"api_calls_chunks_tid"},
+                  {"block_io_chunks_tid"},
+                  {"offcpu_chunks_tid"},
+                  {"reclaim_chunks_tid"},
+                  {"syscalls_chunks_tid"}}));
   // Reading a finished trace leaves nothing behind next to it.
   f.reset();
   w.reset();
@@ -201,10 +214,12 @@ TEST(StoreOpen, FinishWhileAReaderHasTheFileOpenStillCompletes) {
   TempDir dir;
   const std::string path = dir.file("t.db");
   auto w = make_writer(path);
+  ASSERT_TRUE(w->write_batch(full_chunk(kStart, 10, 12)).ok());
   ASSERT_TRUE(w->write_batch(some_events(kStart)).ok());
   auto reader = open_trace(path);
   ASSERT_TRUE(reader);
-  EXPECT_EQ(scalar(*reader, "SELECT count(*) FROM api_calls"), "1");
+  const std::string full = std::to_string(store::kChunkRows);
+  EXPECT_EQ(scalar(*reader, "SELECT count(*) FROM api_calls"), full);
   // The reader keeps the file in WAL mode; the data is complete and checkpointed regardless.
   ASSERT_TRUE(w->finish(kStart + kMs).ok());
   w.reset();
@@ -214,8 +229,8 @@ TEST(StoreOpen, FinishWhileAReaderHasTheFileOpenStillCompletes) {
   auto c = open_trace(copy.file("t.db"));
   ASSERT_TRUE(c);
   EXPECT_EQ(c->status(), "complete");
-  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM api_calls"), "1");
-  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM sqlite_schema WHERE name = 'offcpu_tid_ts'"), "1");
+  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM api_calls"), std::to_string(store::kChunkRows + 1));
+  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM sqlite_schema WHERE name = 'offcpu_chunks_tid'"), "1");
 }
 
 TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
@@ -226,8 +241,13 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
   if (child == 0) {
     auto w = store::TraceWriter::create(path, session_info());
     if (!w.ok()) _exit(2);
-    for (int b = 0; b < 3; ++b)
-      if (!(*w)->write_batch(some_events(kStart + b * kMs)).ok()) _exit(3);
+    // Each batch fills one thread's chunk (written at commit) and leaves rows of another in
+    // their open chunk (lost with the process).
+    for (int b = 0; b < 3; ++b) {
+      std::vector<Event> batch = full_chunk(kStart + b * kMs, 10, 20 + b);
+      for (const Event& e : some_events(kStart + b * kMs)) batch.push_back(e);
+      if (!(*w)->write_batch(batch).ok()) _exit(3);
+    }
     kill(getpid(), SIGKILL);
     _exit(4);
   }
@@ -239,7 +259,9 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->status(), "recording");
   EXPECT_FALSE(f->is_live());
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), "3");
+  const std::string written = std::to_string(3 * store::kChunkRows);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), written);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu"), "0");
   EXPECT_EQ(f->session().batches, 3);
   EXPECT_EQ(f->incomplete_warning(),
             path +
@@ -253,7 +275,7 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
   std::filesystem::copy_file(path + "-wal", copy.file("t.db-wal"));
   auto c = open_trace(copy.file("t.db"));
   ASSERT_TRUE(c);
-  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM api_calls"), "3");
+  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM api_calls"), written);
   TempDir alone;
   std::filesystem::copy_file(path, alone.file("t.db"));
   EXPECT_EQ(open_error(alone.file("t.db")),
@@ -267,7 +289,7 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
   ASSERT_TRUE(w);
   auto old = open_trace(path + ".old");
   ASSERT_TRUE(old);
-  EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), "3");
+  EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), written);
 }
 
 // A copy of a killed (WAL-mode) trace in a directory the reader cannot write: SQLite cannot create
@@ -281,7 +303,7 @@ TEST(StoreOpen, WalCopyInReadOnlyDirectoryIsReadable) {
     ASSERT_GE(child, 0);
     if (child == 0) {
       auto w = store::TraceWriter::create(path, session_info());
-      if (!w.ok() || !(*w)->write_batch(some_events(kStart)).ok()) _exit(2);
+      if (!w.ok() || !(*w)->write_batch(full_chunk(kStart, 10, 11)).ok()) _exit(2);
       kill(getpid(), SIGKILL);
     }
     int st = 0;
@@ -316,7 +338,8 @@ TEST(StoreOpen, WalCopyInReadOnlyDirectoryIsReadable) {
         _exit(12);
       }
       auto r = store::run_query(**f, "SELECT count(*) FROM api_calls");
-      if (!r.ok() || r->rows.size() != 1 || r->rows[0][0] != "1") code = 13;
+      if (!r.ok() || r->rows.size() != 1 || r->rows[0][0] != std::to_string(store::kChunkRows))
+        code = 13;
       if ((*f)->status() != "recording") code = 14;
       if (std::filesystem::is_empty(tmp)) code = 15;  // it did go through a copy
     }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // TraceWriter: every event kind round-trips field by field, names are interned, lookup and
-// metadata tables are filled, finish() leaves one indexed self-contained file.
+// metadata tables are filled, a failed batch is rolled back and counted.
 #include <gtest/gtest.h>
 
 #include "gpuwhy/abi/events.h"
+#include "store/chunk_codec.hpp"
 #include "store/event_tables.hpp"
 #include "store_fixture.hpp"
 
@@ -21,7 +22,7 @@ TEST(StoreWriter, SessionAndLookupTables) {
   EXPECT_EQ(w->path(), path);
   auto f = open_trace(path);
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->schema_version(), 1);
+  EXPECT_EQ(f->schema_version(), store::kSchemaVersion);
   EXPECT_EQ(f->status(), "recording");
   EXPECT_TRUE(f->is_live());
   EXPECT_EQ(f->writer_pid(), getpid());
@@ -55,10 +56,10 @@ TEST(StoreWriter, SessionAndLookupTables) {
                   {"230", "clock_nanosleep"},
                   {"232", "epoll_wait"}}));
   EXPECT_GE(std::stoi(scalar(*f, "SELECT count(*) FROM syscall_names")), 60);
-  // The shipped views are also stored in the file for users of plain sqlite3.
-  EXPECT_EQ(scalar(*f,
-                   "SELECT count(*) FROM sqlite_schema WHERE type = 'view' AND name = "
-                   "'v_call_offcpu'"),
+  // The views read the event tables, which exist only on connections gpuwhy opens: the file
+  // stores none (plain sqlite3 would find them broken); readers install their own.
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'view'"), "0");
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM sqlite_temp_schema WHERE name = 'v_call_offcpu'"),
             "1");
 }
 
@@ -99,6 +100,7 @@ TEST(StoreWriter, ApiCallsRoundTripWithCatalogueNulls) {
   unknown.f.bytes = 5;
   const std::vector<Event> batch{copy, launch, sync, nccl, init, unknown};
   ASSERT_TRUE(w->write_batch(batch).ok());
+  ASSERT_TRUE(w->finish(kStart + kMs).ok());  // writes the open chunks
 
   auto f = open_trace(path);
   ASSERT_TRUE(f);
@@ -208,6 +210,7 @@ TEST(StoreWriter, EveryOtherEventKindRoundTrips) {
   LibMapped lib{.ts = kStart + 9500, .pid = 100, .inode = 5, .dev = 6, .name = "libcudart.so"};
   const std::vector<Event> batch{o, anon, sc, bio, tcp, tcp2, rec, exec, thr, texit, pexit, lib};
   ASSERT_TRUE(w->write_batch(batch).ok());
+  ASSERT_TRUE(w->finish(kStart + kMs).ok());
 
   auto f = open_trace(path);
   ASSERT_TRUE(f);
@@ -269,6 +272,7 @@ TEST(StoreWriter, TaskNamesAreInternedAcrossBatches) {
     b2.push_back(offcpu(kStart + 100000 + i * 1000, 10, 1, 2, true, "kworker/0:1", "nccl-proxy"));
   ASSERT_TRUE(w->write_batch(b1).ok());
   ASSERT_TRUE(w->write_batch(b2).ok());
+  ASSERT_TRUE(w->finish(kStart + kMs).ok());
   auto f = open_trace(path);
   ASSERT_TRUE(f);
   EXPECT_EQ(rows(*f, "SELECT s FROM strings ORDER BY id"),
@@ -278,24 +282,28 @@ TEST(StoreWriter, TaskNamesAreInternedAcrossBatches) {
   EXPECT_EQ(scalar(*f, "SELECT batches FROM session"), "2");
 }
 
-TEST(StoreWriter, MultiRowInsertsKeepOrderForAnyBatchSize) {
+TEST(StoreWriter, BatchesAroundTheChunkSizeKeepEveryRowInOrder) {
   TempDir dir;
   const std::string path = dir.file("t.db");
   auto w = make_writer(path);
   ASSERT_TRUE(w);
-  // Sizes around the rows-per-statement boundary.
+  // Sizes around the rows-per-chunk boundary.
   int64_t ts = kStart;
   int total = 0;
-  for (int n : {1, store::kRowsPerInsert, store::kRowsPerInsert + 1, 3 * 8 + 5, 0}) {
+  constexpr int kFull = static_cast<int>(store::kChunkRows);
+  for (int n : {1, kFull - 2, kFull, kFull + 1, 3 * 8 + 5, 0}) {
     std::vector<Event> b;
     for (int i = 0; i < n; ++i) b.push_back(call("cudaLaunchKernel", ts++, 1, 7, 7));
     total += n;
     ASSERT_TRUE(w->write_batch(b).ok());
   }
+  ASSERT_TRUE(w->finish(ts).ok());
   auto f = open_trace(path);
   ASSERT_TRUE(f);
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), std::to_string(total));
-  // rowid order is write order, and ts were written increasing.
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls_chunks"),
+            std::to_string((total + kFull - 1) / kFull));
+  // Within a chunk, rowid order is time order; chunks were written in time order.
   EXPECT_EQ(scalar(*f,
                    "SELECT count(*) FROM api_calls a JOIN api_calls b ON b.rowid = a.rowid + 1 "
                    "WHERE b.ts <= a.ts"),
@@ -357,37 +365,45 @@ TEST(StoreWriter, FailedBatchIsRolledBackAndCountedAsStoreLoss) {
   const std::string path = dir.file("t.db");
   auto w = make_writer(path);
   ASSERT_TRUE(w);
-  ASSERT_TRUE(w->write_batch(std::vector<Event>{offcpu(kStart, 5, 1, 1, true, "a", "")}).ok());
-  // Make offcpu inserts fail from outside: the writer must name the table and roll back.
+  // Full chunks of off-CPU intervals: each batch writes one chunk of its thread.
+  auto intervals = [](int64_t t0, uint32_t tid, const char* next) {
+    std::vector<Event> b;
+    for (uint32_t i = 0; i < store::kChunkRows; ++i)
+      b.push_back(offcpu(t0 + i * 100, 5, 1, tid, true, next, ""));
+    return b;
+  };
+  ASSERT_TRUE(w->write_batch(intervals(kStart, 1, "a")).ok());
+  // Make chunk inserts fail from outside: the writer must name the table and roll back.
   raw_exec(path,
-           "CREATE TRIGGER no_offcpu BEFORE INSERT ON offcpu "
+           "CREATE TRIGGER no_offcpu BEFORE INSERT ON offcpu_chunks "
            "BEGIN SELECT RAISE(ABORT, 'disk says no'); END;");
-  const std::vector<Event> bad{call("cudaLaunchKernel", kStart + 1, 1, 1, 1),
-                               offcpu(kStart + 2, 5, 1, 1, true, "new-name", "")};
-  Status st = w->write_batch(bad);
+  Status st = w->write_batch(intervals(kStart + kMs, 2, "new-name"));
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().what.find("offcpu"), std::string::npos) << st.error().what;
   EXPECT_NE(st.error().what.find("disk says no"), std::string::npos) << st.error().what;
   raw_exec(path, "DROP TRIGGER no_offcpu;");
   // The interned name of the failed batch was forgotten: it is inserted again, not dangling.
-  ASSERT_TRUE(
-      w->write_batch(std::vector<Event>{offcpu(kStart + 3, 5, 1, 1, true, "new-name", "")}).ok());
+  ASSERT_TRUE(w->write_batch(intervals(kStart + 2 * kMs, 3, "new-name")).ok());
   ASSERT_TRUE(w->set_counts({}, {}).ok());
+  const std::string lost = std::to_string(store::kChunkRows);
   {
     auto f = open_trace(path);
     ASSERT_TRUE(f);
     EXPECT_EQ(rows(*f, "SELECT source, cause, count FROM losses"),
-              (Rows{{"store", "write_error", "2"}}));
+              (Rows{{"store", "write_error", lost}}));
   }
   // A caller that counts the same failed events is not added to the store's own count.
-  const std::vector<store::LossCount> same{{"store", "write_error", 2}, {"bpf", "x", 1}};
+  const std::vector<store::LossCount> same{{"store", "write_error", store::kChunkRows},
+                                           {"bpf", "x", 1}};
   ASSERT_TRUE(w->set_counts(same, {}).ok());
   auto f = open_trace(path);
   ASSERT_TRUE(f);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls"), "0");
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu o JOIN strings s ON s.id = o.next_comm"), "2");
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu WHERE tid = 2"), "0");
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu o JOIN strings s ON s.id = o.next_comm"),
+            std::to_string(2 * store::kChunkRows));
+  EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT s) FROM strings"), "2");
   EXPECT_EQ(rows(*f, "SELECT source, cause, count FROM losses ORDER BY source"),
-            (Rows{{"bpf", "x", "1"}, {"store", "write_error", "2"}}));
+            (Rows{{"bpf", "x", "1"}, {"store", "write_error", lost}}));
   EXPECT_EQ(scalar(*f, "SELECT batches FROM session"), "2");
 }
 

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: Apache-2.0
+// Chunk layout (all integers are LEB128 varints unless said otherwise):
+//   u8 format (kChunkFormat), rows, columns, then per column:
+//   u8 tag: low 3 bits the mode, bit 3 set when a presence bitmap (ceil(rows/8) bytes, bit r of
+//   byte r/8 = row r present) follows; then the present values of the column:
+//     Null:  nothing (every row NULL)
+//     Const: zigzag(value), shared by every present row
+//     Delta: zigzag(value - previous present value), the first against 0
+//     Plain: zigzag(value)
+//     Dict:  n (1..256), n zigzag deltas of the ascending distinct values, then one u8 index per
+//            present row
+// Arithmetic on values is modulo 2^64, so any int64 (pointers, u64 bit patterns) round-trips.
+#include "store/chunk_codec.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace gpuwhy::store {
+namespace {
+
+enum Mode : uint8_t { kNull = 0, kConst = 1, kDelta = 2, kPlain = 3, kDict = 4 };
+constexpr uint8_t kHasBitmap = 0x08;
+constexpr size_t kMaxDict = 256;
+
+uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t unzigzag(uint64_t u) { return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1)); }
+int64_t minus(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t plus(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// The values of one column for the present rows, in output order, and which rows they are.
+void encode_column(std::string& out, const std::vector<int64_t>& v, const std::vector<uint8_t>& present,
+                   uint32_t rows) {
+  const bool all_present = v.size() == rows;
+  if (v.empty()) {
+    out.push_back(static_cast<char>(kNull));
+    return;
+  }
+  // Sizes of each candidate encoding of the values (the bitmap costs the same for all).
+  size_t delta = 0, plain = 0;
+  bool constant = true;
+  int64_t prev = 0;
+  for (int64_t x : v) {
+    delta += varint_size(zigzag(minus(x, prev)));
+    plain += varint_size(zigzag(x));
+    constant = constant && x == v.front();
+    prev = x;
+  }
+  std::vector<int64_t> dict;
+  size_t dict_size = SIZE_MAX;
+  if (!constant) {
+    dict = v;
+    std::sort(dict.begin(), dict.end());
+    dict.erase(std::unique(dict.begin(), dict.end()), dict.end());
+    if (dict.size() <= kMaxDict) {
+      dict_size = varint_size(dict.size()) + v.size();
+      int64_t p = 0;
+      for (int64_t x : dict) {
+        dict_size += varint_size(zigzag(minus(x, p)));
+        p = x;
+      }
+    }
+  }
+  Mode mode = constant ? kConst : kPlain;
+  if (!constant) {
+    size_t best = plain;
+    if (delta < best) mode = kDelta, best = delta;
+    if (dict_size < best) mode = kDict;
+  }
+  out.push_back(static_cast<char>(mode | (all_present ? 0 : kHasBitmap)));
+  if (!all_present) {
+    const size_t at = out.size();
+    out.append((rows + 7) / 8, '\0');
+    for (uint32_t r = 0; r < rows; ++r)
+      if (present[r]) out[at + r / 8] = static_cast<char>(out[at + r / 8] | (1 << (r % 8)));
+  }
+  switch (mode) {
+    case kConst:
+      put_varint(out, zigzag(v.front()));
+      break;
+    case kDelta:
+      prev = 0;
+      for (int64_t x : v) {
+        put_varint(out, zigzag(minus(x, prev)));
+        prev = x;
+      }
+      break;
+    case kPlain:
+      for (int64_t x : v) put_varint(out, zigzag(x));
+      break;
+    case kDict: {
+      put_varint(out, dict.size());
+      int64_t p = 0;
+      for (int64_t x : dict) {
+        put_varint(out, zigzag(minus(x, p)));
+        p = x;
+      }
+      for (int64_t x : v)
+        out.push_back(static_cast<char>(std::lower_bound(dict.begin(), dict.end(), x) - dict.begin()));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view b) : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
+  bool ok() const { return ok_; }
+  uint8_t byte() {
+    if (p_ >= end_) return fail();
+    return *p_++;
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return fail();
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return fail();
+  }
+  const uint8_t* take(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) {
+      fail();
+      return nullptr;
+    }
+    const uint8_t* at = p_;
+    p_ += n;
+    return at;
+  }
+
+ private:
+  uint8_t fail() {
+    ok_ = false;
+    p_ = end_;
+    return 0;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+  bool ok_ = true;
+};
+
+Error corrupt(const std::string& what) {
+  return Error{"corrupt event chunk in the trace file: " + what,
+               "the file was damaged (copy it again, or re-record the trace)"};
+}
+
+}  // namespace
+
+void ChunkBuilder::add(std::span<const int64_t> values, uint64_t null_mask) {
+  values_.insert(values_.end(), values.begin(), values.begin() + columns_);
+  masks_.push_back(null_mask);
+}
+
+void ChunkBuilder::clear() {
+  values_.clear();
+  masks_.clear();
+}
+
+std::string ChunkBuilder::encode(uint32_t sort_col) {
+  const uint32_t n = rows();
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return value(a, sort_col) < value(b, sort_col);
+  });
+  std::string out;
+  out.reserve(size_t(n) * 16 + 64);
+  out.push_back(static_cast<char>(kChunkFormat));
+  put_varint(out, n);
+  put_varint(out, columns_);
+  std::vector<int64_t> col;
+  std::vector<uint8_t> present(n);
+  col.reserve(n);
+  for (uint32_t c = 0; c < columns_; ++c) {
+    col.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t r = order[i];
+      present[i] = !is_null(r, c);
+      if (present[i]) col.push_back(value(r, c));
+    }
+    encode_column(out, col, present, n);
+  }
+  clear();
+  return out;
+}
+
+Status decode_chunk(std::string_view blob, Chunk& out) {
+  Cursor in(blob);
+  const uint8_t format = in.byte();
+  if (!in.ok()) return corrupt("empty chunk");
+  if (format != kChunkFormat)
+    return Error{"event chunk format " + std::to_string(format) + " is not known to this gpuwhy",
+                 "analyse the file with the gpuwhy version that recorded it, or a newer one"};
+  const uint64_t rows = in.varint(), columns = in.varint();
+  // No writer makes chunks over kChunkRows; a bigger count is damage, refused before allocating.
+  if (!in.ok() || rows > kChunkRows || columns > kMaxChunkColumns)
+    return corrupt("bad chunk header");
+  out.rows = static_cast<uint32_t>(rows);
+  out.columns = static_cast<uint32_t>(columns);
+  out.values.assign(rows * columns, 0);
+  out.present.assign(rows * columns, 1);
+  for (uint32_t c = 0; c < columns; ++c) {
+    int64_t* v = out.values.data() + size_t(c) * rows;
+    uint8_t* pres = out.present.data() + size_t(c) * rows;
+    const uint8_t tag = in.byte();
+    const uint8_t mode = tag & 0x07;
+    if (mode == kNull) {
+      std::fill(pres, pres + rows, 0);
+      continue;
+    }
+    if (tag & kHasBitmap) {
+      const uint8_t* bits = in.take((rows + 7) / 8);
+      if (!bits) break;
+      for (uint32_t r = 0; r < rows; ++r) pres[r] = (bits[r / 8] >> (r % 8)) & 1;
+    }
+    // Present rows receive the values in order; absent ones stay 0.
+    auto each_present = [&](auto&& next) {
+      for (uint32_t r = 0; r < rows && in.ok(); ++r)
+        if (pres[r]) v[r] = next();
+    };
+    switch (mode) {
+      case kConst: {
+        const int64_t k = unzigzag(in.varint());
+        each_present([&] { return k; });
+        break;
+      }
+      case kDelta: {
+        int64_t prev = 0;
+        each_present([&] { return prev = plus(prev, unzigzag(in.varint())); });
+        break;
+      }
+      case kPlain:
+        each_present([&] { return unzigzag(in.varint()); });
+        break;
+      case kDict: {
+        const uint64_t n = in.varint();
+        if (!in.ok() || n == 0 || n > kMaxDict) return corrupt("bad dictionary");
+        int64_t dict[kMaxDict];
+        int64_t p = 0;
+        for (uint64_t i = 0; i < n; ++i) dict[i] = p = plus(p, unzigzag(in.varint()));
+        bool bad = false;
+        each_present([&] {
+          const uint8_t i = in.byte();
+          bad = bad || i >= n;
+          return dict[i < n ? i : 0];
+        });
+        if (bad) return corrupt("dictionary index out of range");
+        break;
+      }
+      default:
+        return corrupt("unknown column encoding " + std::to_string(mode));
+    }
+    if (!in.ok()) break;
+  }
+  if (!in.ok()) return corrupt("chunk is truncated");
+  return {};
+}
+
+}  // namespace gpuwhy::store

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Column-oriented encoding of a block ("chunk") of integer rows: the storage format of the
+// high-rate event tables (api_calls, offcpu, ...). One chunk holds the rows of one thread, sorted
+// by time; each column is stored on its own as all-NULL, one constant, a dictionary of at most
+// 256 values, deltas from the previous row or plain values (zigzag varints), whichever is
+// smallest, with a presence bitmap when the column has NULLs. Time columns become 1-3 byte deltas
+// and pointers repeat (a few streams, a few kernels), so a GPU API call takes ~10-20 bytes
+// instead of a ~75-byte SQLite row plus its index entry, and decoding it is a tight loop instead
+// of SQLite's record parser. See docs/schema.md "Chunked event tables".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpuwhy::store {
+
+// First byte of every chunk blob. A reader refuses other formats (a newer writer's) by name.
+inline constexpr uint8_t kChunkFormat = 1;
+// Rows in a full chunk. Large enough that per-chunk overhead (one SQLite row, the column headers)
+// is noise, small enough that a time window skips most of a long trace without decoding it.
+inline constexpr uint32_t kChunkRows = 4096;
+// Columns a chunked table may have (null masks are 64-bit).
+inline constexpr uint32_t kMaxChunkColumns = 64;
+
+// Rows collected for one chunk, row-major, in arrival order.
+class ChunkBuilder {
+ public:
+  explicit ChunkBuilder(uint32_t columns) : columns_(columns) {}
+
+  // `values` has columns() entries; bit c of null_mask set: column c is NULL (its value ignored).
+  void add(std::span<const int64_t> values, uint64_t null_mask);
+  uint32_t rows() const { return static_cast<uint32_t>(masks_.size()); }
+  uint32_t columns() const { return columns_; }
+  bool empty() const { return masks_.empty(); }
+  int64_t value(uint32_t row, uint32_t col) const { return values_[size_t(row) * columns_ + col]; }
+  bool is_null(uint32_t row, uint32_t col) const { return (masks_[row] >> col) & 1; }
+
+  // Encodes the rows ordered by column `sort_col` (stable) and empties the builder.
+  std::string encode(uint32_t sort_col);
+  void clear();
+
+ private:
+  uint32_t columns_;
+  std::vector<int64_t> values_;
+  std::vector<uint64_t> masks_;
+};
+
+// A decoded chunk, column-major: value(c, r) is column c of row r; NULL reads as 0.
+struct Chunk {
+  uint32_t rows = 0;
+  uint32_t columns = 0;  // as stored; a column past them reads as NULL (an older writer's chunk)
+  std::vector<int64_t> values;
+  std::vector<uint8_t> present;  // 1 = not NULL
+
+  int64_t value(uint32_t col, uint32_t row) const {
+    return col < columns ? values[size_t(col) * rows + row] : 0;
+  }
+  bool is_null(uint32_t col, uint32_t row) const {
+    return col >= columns || !present[size_t(col) * rows + row];
+  }
+  // Column c as a contiguous array of rows() values (NULL as 0); empty past the stored columns.
+  std::span<const int64_t> column(uint32_t col) const {
+    if (col >= columns) return {};
+    return {values.data() + size_t(col) * rows, rows};
+  }
+};
+
+// Decodes `blob` into `out` (its buffers are reused). Errors name what is wrong: a truncated or
+// corrupt blob, or a format this build does not know.
+Status decode_chunk(std::string_view blob, Chunk& out);
+
+}  // namespace gpuwhy::store

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "store/chunked_tables.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace gpuwhy::store {
+namespace {
+
+// Column order is the storage order: appending a column later keeps old chunks readable (a column
+// a chunk does not have reads as NULL). Meanings: sql/schema.sql and docs/schema.md.
+constexpr std::array<std::string_view, 18> kApiCalls = {
+    "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
+    "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags"};
+constexpr std::array<std::string_view, 14> kOffCpu = {
+    "ts",       "dur",      "runq",      "pid",       "tid",       "cpu",      "preempted",
+    "state",    "next_pid", "next_tid",  "next_comm", "waker_pid", "waker_tid", "waker_comm"};
+constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid", "nr", "ret", "arg0"};
+constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
+                                                      "sector", "bytes", "op",  "error"};
+constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
+
+const std::array<ChunkedTable, 5> kTables = {{
+    {"api_calls", kApiCalls, 0, 1, 2, 3},
+    {"offcpu", kOffCpu, 0, 1, 3, 4},
+    {"syscalls", kSyscalls, 0, 1, 2, 3},
+    {"block_io", kBlockIo, 0, 1, 2, 3},
+    {"reclaim", kReclaim, 0, 1, 2, 3},
+}};
+
+}  // namespace
+
+std::span<const ChunkedTable> chunked_tables() { return kTables; }
+
+const ChunkedTable* find_chunked_table(std::string_view name) {
+  for (const ChunkedTable& t : kTables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+Result<ChunkSink> ChunkSink::prepare(sqlite3* db, const ChunkedTable& table) {
+  ChunkSink s;
+  s.db_ = db;
+  s.table_ = &table;
+  auto ins = Stmt::prepare(db,
+                           "INSERT INTO " + table.chunks() +
+                               "(pid, tid, ts_min, end_max, rows, data) VALUES (?,?,?,?,?,?)",
+                           "preparing inserts into " + table.chunks());
+  if (!ins) return ins.error();
+  s.insert_ = std::move(ins.value());
+  return s;
+}
+
+Status ChunkSink::add(const RowValues& row, int64_t now_ns) {
+  const ChunkedTable& t = *table_;
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(row.v[t.pid])) << 32) |
+                       static_cast<uint32_t>(row.v[t.tid]);
+  auto [it, fresh] = open_.try_emplace(key, Open{ChunkBuilder(static_cast<uint32_t>(t.columns.size())), now_ns});
+  Open& open = it->second;
+  if (open.rows.empty()) open.first_add_ns = now_ns;
+  open.rows.add({row.v, t.columns.size()}, row.nulls);
+  ++buffered_;
+  if (open.rows.rows() >= kChunkRows) return write(key, open);
+  return {};
+}
+
+Status ChunkSink::flush(int64_t older_than_ns) {
+  Status result;
+  for (auto it = open_.begin(); it != open_.end();) {
+    Open& open = it->second;
+    if (!open.rows.empty() && open.first_add_ns < older_than_ns) {
+      if (Status st = write(it->first, open); !st && result) result = st;
+    }
+    // A thread that went quiet gives its buffer back.
+    it = open.rows.empty() ? open_.erase(it) : std::next(it);
+  }
+  return result;
+}
+
+Status ChunkSink::write(uint64_t key, Open& open) {
+  const ChunkedTable& t = *table_;
+  const ChunkBuilder& b = open.rows;
+  const uint32_t n = b.rows();
+  int64_t ts_min = INT64_MAX, end_max = INT64_MIN;
+  for (uint32_t r = 0; r < n; ++r) {
+    const int64_t ts = b.value(r, t.ts);
+    ts_min = std::min(ts_min, ts);
+    end_max = std::max(end_max, ts + b.value(r, t.dur));
+  }
+  const std::string blob = open.rows.encode(t.ts);  // empties the builder
+  buffered_ -= n;
+  insert_.i64(1, static_cast<int64_t>(key >> 32));
+  insert_.i64(2, static_cast<int64_t>(key & 0xffffffffu));
+  insert_.i64(3, ts_min);
+  insert_.i64(4, end_max);
+  insert_.i64(5, n);
+  sqlite3_bind_blob(insert_.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+  written_since_mark_ += n;
+  if (insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing " + t.chunks());
+  return {};
+}
+
+}  // namespace gpuwhy::store

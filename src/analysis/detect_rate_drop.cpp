@@ -27,7 +27,7 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
   Split s;
   s.len = std::max<int64_t>(to - from, 1);
   const Segments calls = call_segments(ctx.rows, t);
-  std::map<uint16_t, std::map<uint64_t, int64_t>> by_cpu;
+  RunqBlame runq;
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = ctx.rows.offcpu[k];
@@ -35,14 +35,14 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
     if (p.total() == 0) continue;
     s.no_cpu += p.preempted + p.wakeup;
     if (o.preempted) {
-      const uint64_t key = o.other_pid == t.pid ? (uint64_t{1} << 32) | o.other_tid : o.other_pid;
+      const uint64_t key = culprit_key(o.other_pid, o.other_tid, t.pid);
       Culprit& c = s.preemptors[key];
       c.pid = o.other_pid;
       c.tid = o.other_tid;
       if (o.other_comm) c.comm = o.other_comm;  // latest name: a forked child is renamed by exec
       c.ns += p.preempted;
       ++c.count;
-      by_cpu[o.cpu][key] += p.preempted;
+      runq.preempted(o.cpu, key, p.preempted);
     } else if (p.blocked > 0) {
       const int64_t b = std::max(o.ts, from), e = std::min(o.end() - o.runq, to);
       const int64_t outside = p.blocked - calls.covered(b, e);
@@ -56,26 +56,20 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
       ++c.count;
     }
   }
-  // Run-queue waits go to the main preemptor of the CPU, as in the thread summary.
+  // Run-queue waits, blamed as in the thread summary.
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = ctx.rows.offcpu[k];
     const int64_t wait = o.preempted ? 0 : clip_offcpu(o, from, to).wakeup;
     if (wait <= 0) continue;
-    auto cpu = by_cpu.find(o.cpu);
-    if (cpu != by_cpu.end()) {
-      auto best = std::max_element(cpu->second.begin(), cpu->second.end(),
-                                   [](auto& a, auto& b) { return a.second < b.second; });
-      s.preemptors[best->first].wait_ns += wait;
-    } else if (o.next_pid != 0) {
-      // No preemption on that CPU: the wait goes to the task that took the CPU when the thread
-      // went to sleep (the idle task means nothing was in the way), as in the thread summary.
-      const uint64_t key = o.next_pid == t.pid ? (uint64_t{1} << 32) | o.next_tid : o.next_pid;
-      Culprit& c = s.preemptors[key];
+    const auto blame = runq.culprit_of(o, t.pid);
+    if (!blame) continue;
+    Culprit& c = s.preemptors[blame->key];
+    if (!blame->preemptor) {
       c.pid = o.next_pid;
       c.tid = o.next_tid;
-      if (o.next_comm) c.comm = o.next_comm;
-      c.wait_ns += wait;
+      if (o.next_comm) c.comm = o.next_comm;  // latest name: a forked child is renamed by exec
     }
+    c.wait_ns += wait;
   }
   for (const CallOverlap& o : ctx.joins.overlaps_of(t)) {
     const CallRow& c = ctx.rows.calls[o.call];

@@ -51,10 +51,8 @@ void summarize_offcpu(const TraceRows& rows, const Segments& calls,
                       const std::unordered_set<uint32_t>& gpu_tids, size_t ob, size_t oe,
                       ThreadSummary& t) {
   std::unordered_map<uint64_t, size_t> pre_index, wake_index;
-  std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu;  // cpu -> key -> ns
-  auto preemptor_key = [&](const OffCpuRow& o) {
-    return o.other_pid == t.pid ? (uint64_t{1} << 32) | o.other_tid : uint64_t{o.other_pid};
-  };
+  RunqBlame runq;
+  auto preemptor_key = [&](const OffCpuRow& o) { return culprit_key(o.other_pid, o.other_tid, t.pid); };
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = rows.offcpu[k];
     const OffCpuParts p = clip_offcpu(o, t.first_ns, t.last_ns);
@@ -68,7 +66,7 @@ void summarize_offcpu(const TraceRows& rows, const Segments& calls,
       t.preempted_in_calls_ns += in_calls;
       ++t.preemptions;
       add_culprit(t.preemptors, pre_index, preemptor_key(o), o, p.preempted, in_calls);
-      by_cpu[o.cpu][preemptor_key(o)] += p.preempted;
+      runq.preempted(o.cpu, preemptor_key(o), p.preempted);
     } else if (p.blocked > 0) {
       const int64_t in_calls = calls.covered(s, std::min(o.end() - o.runq, t.last_ns));
       t.blocked_in_calls_ns += in_calls;
@@ -81,32 +79,22 @@ void summarize_offcpu(const TraceRows& rows, const Segments& calls,
       }
     }
   }
-  // Run-queue waits after wake-ups go to the main preemptor of the CPU the thread slept on.
-  std::unordered_map<uint16_t, uint64_t> top_on_cpu;
-  for (const auto& [cpu, m] : by_cpu) {
-    auto best = std::max_element(m.begin(), m.end(), [](auto& a, auto& b) {
-      return a.second != b.second ? a.second < b.second : a.first > b.first;
-    });
-    top_on_cpu[cpu] = best->first;
-  }
-  // A CPU with no preemption of this thread: the wait goes to the task that took the CPU when the
-  // thread went to sleep, unless that was the idle task (then nothing was in the way).
+  // Run-queue waits after wake-ups.
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = rows.offcpu[k];
     if (o.preempted) continue;
     const int64_t wait = clip_offcpu(o, t.first_ns, t.last_ns).wakeup;
     if (wait <= 0) continue;
-    auto it = top_on_cpu.find(o.cpu);
-    if (it != top_on_cpu.end()) {
-      t.preemptors[pre_index[it->second]].wait_ns += wait;
-    } else if (o.next_pid != 0) {
+    const auto blame = runq.culprit_of(o, t.pid);
+    if (!blame) continue;
+    if (!blame->preemptor) {
       OffCpuRow holder = o;
       holder.other_pid = o.next_pid;
       holder.other_tid = o.next_tid;
       holder.other_comm = o.next_comm;
-      add_culprit(t.preemptors, pre_index, preemptor_key(holder), holder, 0, 0);
-      t.preemptors[pre_index[preemptor_key(holder)]].wait_ns += wait;
+      add_culprit(t.preemptors, pre_index, blame->key, holder, 0, 0);
     }
+    t.preemptors[pre_index[blame->key]].wait_ns += wait;
   }
   sort_culprits(t.preemptors);
   sort_culprits(t.wakers);

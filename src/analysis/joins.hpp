@@ -7,8 +7,10 @@
 // joining by thread and time blames only what the calling thread itself went through.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -66,6 +68,47 @@ struct Culprit {
   // preemptor is the best guess).
   int64_t wait_ns = 0;
   uint32_t count = 0;  // intervals
+};
+
+// The key a culprit is counted under: a thread of the victim's own process by tid (the runtime's
+// helper threads stand apart), any other task by pid.
+inline uint64_t culprit_key(uint32_t pid, uint32_t tid, uint32_t own_pid) {
+  return pid == own_pid ? (uint64_t{1} << 32) | tid : uint64_t{pid};
+}
+
+// Who kept one thread waiting for a CPU after its wake-ups (the kernel does not say): on a CPU
+// where it was preempted, its main preemptor there; on a CPU where it never was, the task that
+// took the CPU when it went to sleep (none when that was the idle task: nothing was in the way).
+// Feed it the thread's preemptions, then ask for each blocked interval.
+class RunqBlame {
+ public:
+  void preempted(uint16_t cpu, uint64_t key, int64_t ns) { by_cpu_[cpu][key] += ns; }
+  struct Blame {
+    uint64_t key = 0;
+    bool preemptor = false;  // true: a preemptor already counted; false: o.next_* is the culprit
+  };
+  // Nothing for an interval after which no one is to blame.
+  std::optional<Blame> culprit_of(const OffCpuRow& o, uint32_t own_pid) {
+    if (!ranked_) rank();
+    if (auto it = top_.find(o.cpu); it != top_.end()) return Blame{it->second, true};
+    if (o.next_pid == 0) return std::nullopt;
+    return Blame{culprit_key(o.next_pid, o.next_tid, own_pid), false};
+  }
+
+ private:
+  void rank() {
+    for (const auto& [cpu, m] : by_cpu_) {
+      // Ties go to the smaller key, so the answer never depends on hash order.
+      auto best = std::max_element(m.begin(), m.end(), [](auto& a, auto& b) {
+        return a.second != b.second ? a.second < b.second : a.first > b.first;
+      });
+      top_[cpu] = best->first;
+    }
+    ranked_ = true;
+  }
+  std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu_;  // cpu -> key -> ns
+  std::unordered_map<uint16_t, uint64_t> top_;
+  bool ranked_ = false;
 };
 
 // One thread that made GPU API calls, over its active span in the window (first call's start to

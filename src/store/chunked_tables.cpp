@@ -55,11 +55,10 @@ Status ChunkSink::add(const RowValues& row, int64_t now_ns) {
   const ChunkedTable& t = *table_;
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(row.v[t.pid])) << 32) |
                        static_cast<uint32_t>(row.v[t.tid]);
-  auto [it, fresh] = open_.try_emplace(key, Open{ChunkBuilder(static_cast<uint32_t>(t.columns.size())), now_ns});
-  Open& open = it->second;
+  Open& open = open_.try_emplace(key, Open{ChunkBuilder(static_cast<uint32_t>(t.columns.size()))})
+                    .first->second;
   if (open.rows.empty()) open.first_add_ns = now_ns;
   open.rows.add({row.v, t.columns.size()}, row.nulls);
-  ++buffered_;
   if (open.rows.rows() >= kChunkRows) return write(key, open);
   return {};
 }
@@ -88,7 +87,6 @@ Status ChunkSink::write(uint64_t key, Open& open) {
     end_max = std::max(end_max, ts + b.value(r, t.dur));
   }
   const std::string blob = open.rows.encode(t.ts);  // empties the builder
-  buffered_ -= n;
   insert_.i64(1, static_cast<int64_t>(key >> 32));
   insert_.i64(2, static_cast<int64_t>(key & 0xffffffffu));
   insert_.i64(3, ts_min);

@@ -56,7 +56,6 @@ class ChunkSink {
   Status add(const RowValues& row, int64_t now_ns);
   Status flush(int64_t older_than_ns);
   Status flush_all() { return flush(INT64_MAX); }
-  uint64_t buffered_rows() const { return buffered_; }
   // Rows that left the buffer since the last mark(), in chunks written or failed to write: lost
   // if the caller's transaction rolls back (as it must after an error from add/flush).
   uint64_t written_since_mark() const { return written_since_mark_; }
@@ -74,7 +73,6 @@ class ChunkSink {
   const ChunkedTable* table_ = nullptr;
   Stmt insert_;
   std::unordered_map<uint64_t, Open> open_;  // (pid << 32 | tid) -> rows not yet written
-  uint64_t buffered_ = 0;
   uint64_t written_since_mark_ = 0;
 };
 

@@ -156,17 +156,17 @@ void fill_row(RowValues& r, const BlockIo& e, Interner&) {
   r.set(8, e.error);
 }
 
-void bind_row(Stmt& s, int b, const TcpRetrans& e, Interner&) {
+void bind_row(Stmt& s, const TcpRetrans& e, Interner&) {
   // Retransmits are host-wide and often happen in softirq context, with no task behind them.
-  s.i64(b + 1, e.ts);
-  s.opt(b + 2, e.pid != 0, e.pid);
-  s.opt(b + 3, e.pid != 0, e.tid);
-  s.i64(b + 4, e.family);
-  s.text_or_null(b + 5, e.saddr);
-  s.i64(b + 6, e.sport);
-  s.text_or_null(b + 7, e.daddr);
-  s.i64(b + 8, e.dport);
-  s.i64(b + 9, e.state);
+  s.i64(1, e.ts);
+  s.opt(2, e.pid != 0, e.pid);
+  s.opt(3, e.pid != 0, e.tid);
+  s.i64(4, e.family);
+  s.text_or_null(5, e.saddr);
+  s.i64(6, e.sport);
+  s.text_or_null(7, e.daddr);
+  s.i64(8, e.dport);
+  s.i64(9, e.state);
 }
 
 void fill_row(RowValues& r, const Reclaim& e, Interner&) {
@@ -199,14 +199,11 @@ std::string insert_sql(const char* table, const char* cols, int ncols) {
   return sql + ")";
 }
 
-Status prepare_table(sqlite3* db, EventTables::Table& t, const char* name, const char* cols,
-                     int ncols) {
-  t.name = name;
-  t.columns = ncols;
-  const std::string what = std::string("preparing inserts into ") + name;
-  auto one = Stmt::prepare(db, insert_sql(name, cols, ncols), what);
+Status prepare_insert(sqlite3* db, Stmt& into, const char* name, const char* cols, int ncols) {
+  auto one =
+      Stmt::prepare(db, insert_sql(name, cols, ncols), std::string("preparing inserts into ") + name);
   if (!one) return one.error();
-  t.one = std::move(one.value());
+  into = std::move(one.value());
   return {};
 }
 
@@ -248,11 +245,11 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
   EventTables t;
   t.db_ = db;
   // Low-rate tables with text columns stay ordinary rows.
-  if (auto st = prepare_table(db, t.tcp_retrans_, "tcp_retrans",
+  if (auto st = prepare_insert(db, t.tcp_insert_, "tcp_retrans",
                               "ts,pid,tid,family,saddr,sport,daddr,dport,state", 9);
       !st)
     return st.error();
-  if (auto st = prepare_table(db, t.proc_events_, "proc_events",
+  if (auto st = prepare_insert(db, t.proc_insert_, "proc_events",
                               "ts,kind,pid,tid,other_pid,other_tid,exit_code,comm,filename", 9);
       !st)
     return st.error();
@@ -282,15 +279,14 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
 }
 
 Status EventTables::write_tcp(const TcpRetrans& e, Interner& strings) {
-  Table& t = tcp_retrans_;
-  bind_row(t.one, 0, e, strings);
-  if (t.one.run() != SQLITE_DONE) return sqlite_error(db_, "writing tcp_retrans");
+  bind_row(tcp_insert_, e, strings);
+  if (tcp_insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing tcp_retrans");
   return {};
 }
 
 Status EventTables::write_proc(const ProcEvent& e) {
   const bool is_exit = e.kind == ProcEventKind::Exit || e.kind == ProcEventKind::ThreadExit;
-  Stmt& s = proc_events_.one;
+  Stmt& s = proc_insert_;
   s.i64(1, e.ts);
   s.text(2, proc_kind_name(e.kind));
   s.i64(3, e.pid);

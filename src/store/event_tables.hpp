@@ -83,7 +83,7 @@ class EventTables {
   }
 
   sqlite3* db_ = nullptr;
-  Table tcp_retrans_, proc_events_;
+  Stmt tcp_insert_, proc_insert_;  // the row tables: tcp_retrans, proc_events
   std::vector<ChunkSink> sinks_;  // in chunked_tables() order
   Stmt process_exit_, thread_exit_;
 };

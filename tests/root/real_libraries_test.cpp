@@ -119,11 +119,11 @@ class RealLibraries : public ::testing::Test {
       ASSERT_EQ(q->rows.size(), 1u) << "each call recorded exactly once";
       EXPECT_EQ(std::stoll(q->rows[0][0]), call["ret"].get<int64_t>());
       const Expected e = expected_for(*api, call["args"]);
-      if (e.bytes) EXPECT_EQ(opt_u(*q, 0, 1), e.bytes) << "bytes";
-      if (e.stream) EXPECT_EQ(opt_u(*q, 0, 2), e.stream) << "stream";
-      if (e.blocks) EXPECT_EQ(opt_u(*q, 0, 3), e.blocks) << "grid blocks";
-      if (e.tpb) EXPECT_EQ(opt_u(*q, 0, 4), e.tpb) << "threads per block";
-      if (e.op) EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op";
+      if (e.bytes) { EXPECT_EQ(opt_u(*q, 0, 1), e.bytes) << "bytes"; }
+      if (e.stream) { EXPECT_EQ(opt_u(*q, 0, 2), e.stream) << "stream"; }
+      if (e.blocks) { EXPECT_EQ(opt_u(*q, 0, 3), e.blocks) << "grid blocks"; }
+      if (e.tpb) { EXPECT_EQ(opt_u(*q, 0, 4), e.tpb) << "threads per block"; }
+      if (e.op) { EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op"; }
       ++checked;
     }
     EXPECT_GT(checked, 5) << w.out;

@@ -61,7 +61,8 @@ static __always_inline void gw_switch_out(struct task_struct *prev, struct task_
 		gw_count(GW_CNT_OFFCPU_FULL);
 }
 
-static __always_inline void gw_switch_in(struct task_struct *next, __u64 now)
+static __always_inline void gw_switch_in(struct task_struct *prev, struct task_struct *next,
+					 __u64 now)
 {
 	__u32 tid = next->pid;
 	struct gw_offcpu_open *o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
@@ -91,6 +92,10 @@ static __always_inline void gw_switch_in(struct task_struct *next, __u64 now)
 	__builtin_memcpy(rec->waker_comm, o->waker_comm, GW_COMM_LEN);
 	rec->preempted = o->preempted;
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	/* prev is the task this one takes the CPU from: the last holder of the CPU it waited for. */
+	rec->holder_pid = prev->tgid;
+	rec->holder_tid = prev->pid;
+	__builtin_memcpy(rec->holder_comm, prev->comm, GW_COMM_LEN);
 	gw_submit_event(rec, sizeof(*rec));
 done:
 	bpf_map_delete_elem(&gw_offcpu_open, &tid);
@@ -105,7 +110,7 @@ int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (gw_is_tracked(prev->tgid))
 		gw_switch_out(prev, next, preempt, prev_state, now);
 	if (gw_is_tracked(next->tgid))
-		gw_switch_in(next, now);
+		gw_switch_in(prev, next, now);
 	return 0;
 }
 

@@ -125,7 +125,10 @@ CREATE TABLE threads (
 --     next_comm  INTEGER,           -- strings.id
 --     waker_pid  INTEGER,           -- who woke it (blocked intervals)
 --     waker_tid  INTEGER,
---     waker_comm INTEGER            -- strings.id
+--     waker_comm INTEGER,           -- strings.id
+--     holder_pid INTEGER,           -- had the CPU when it got it back (0: idle; NULL: not
+--     holder_tid INTEGER,           --   recorded, a trace from before ABI 2)
+--     holder_comm INTEGER           -- strings.id
 --   );
 --
 --   CREATE TABLE syscalls (

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU contention: a thread that issues GPU work was runnable but another task held its CPU
 // (preempted, or woken but waiting in the run queue). Every such nanosecond delays the next launch
-// or the return of a sync, whatever the GPU was doing. The culprit is the task the scheduler
-// switched to (next_pid/next_comm of the preempting switch), aggregated by process over the
-// victim thread's active span.
+// or the return of a sync, whatever the GPU was doing. The culprit is the task that held the CPU:
+// the one the scheduler switched to at a preemption, the one the thread took the CPU back from
+// after a run-queue wait; aggregated by process over the victim thread's active span.
 #include <algorithm>
 #include <map>
 
@@ -86,21 +86,24 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   const Task& victim_proc = ch.process;
   const Task& victim = ch.thread;
 
-  // When, and the longest single preemption.
+  // When it lost the CPU to another task (preempted, or woken and kept waiting by a task, not
+  // by an idle CPU's wake-up latency), and the longest single preemption.
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
-  int64_t first = -1, last = -1, longest = 0, longest_at = 0;
+  int64_t first = -1, last = -1, first_pre = -1, longest = 0, longest_at = 0;
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = ctx.rows.offcpu[k];
-    const int64_t ns = clip_offcpu(o, t.first_ns, t.last_ns).preempted;
-    if (ns <= 0) continue;
+    const OffCpuParts p = clip_offcpu(o, t.first_ns, t.last_ns);
+    const bool held = !o.holder_recorded || o.holder_pid != 0;
+    if (p.preempted + (held ? p.wakeup : 0) <= 0) continue;
     if (first < 0) first = o.ts;
     last = o.end();
-    if (ns > longest) {
-      longest = ns;
+    if (p.preempted <= 0) continue;
+    if (first_pre < 0) first_pre = o.ts;
+    if (p.preempted > longest) {
+      longest = p.preempted;
       longest_at = o.ts;
     }
   }
-  // Never preempted (it lost its time waiting for a CPU after wake-ups): the whole active span.
   ch.first_ns = ctx.rel(first < 0 ? t.first_ns : std::max(first, t.first_ns));
   ch.last_ns = ctx.rel(last < 0 ? t.last_ns : std::min(last, t.last_ns));
 
@@ -109,7 +112,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
                " of its GPU thread's time lost";
 
   const double span = static_cast<double>(t.span_ns());
-  if (first < 0) {
+  if (first_pre < 0) {
     ch.evidence.push_back({victim.label() + " was never preempted in its " +
                            fmt_duration(t.span_ns()) + " active time: it lost it waiting for a "
                            "CPU after wake-ups"});
@@ -117,13 +120,14 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
     ch.evidence.push_back({victim.label() + " was preempted for " + fmt_duration(sp.preempted) +
                            " of its " + fmt_duration(t.span_ns()) + " active time (" +
                            fmt_percent(sp.preempted / span) + "), " + fmt_count(sp.preemptions) +
-                           " times, from " + fmt_rel(ch.first_ns) + " to " + fmt_rel(ch.last_ns)});
+                           " times; it lost the CPU to other tasks from " + fmt_rel(ch.first_ns) +
+                           " to " + fmt_rel(ch.last_ns)});
   }
   ch.evidence.push_back(
-      {"CPU taken by: " + culprit_list(ctx, sp.counted, sp.preempted, false, 3, t.pid)});
+      {"CPU taken by: " + culprit_list(ctx, sp.counted, lost, false, 3, t.pid)});
   if (sp.waits > 0) {
     ch.evidence.push_back({"after wake-ups it waited another " + fmt_duration(sp.waits) +
-                           " for CPUs where these tasks preempt it (counted in the time lost)"});
+                           " for a CPU another task held (counted above and in the time lost)"});
   }
   if (!sp.helpers.empty()) {
     ch.evidence.push_back({"not counted (the GPU runtime's own threads, the tracer): " +
@@ -163,7 +167,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
                : "several tasks compete for " + victim_proc.label() +
                      "'s CPUs: give the GPU dispatch thread a dedicated core (taskset / "
                      "cpuset) and move the others (" +
-                     culprit_list(ctx, sp.counted, sp.preempted, false, 2, t.pid) + ") elsewhere";
+                     culprit_list(ctx, sp.counted, lost, false, 2, t.pid) + ") elsewhere";
   ch.metrics = {{"preempted_ns", static_cast<double>(sp.preempted)},
                 {"runqueue_wait_ns", static_cast<double>(sp.waits)},
                 {"preempted_in_calls_ns", static_cast<double>(t.preempted_in_calls_ns)},

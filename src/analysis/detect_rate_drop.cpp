@@ -65,9 +65,9 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
     if (!blame) continue;
     Culprit& c = s.preemptors[blame->key];
     if (!blame->preemptor) {
-      c.pid = o.next_pid;
-      c.tid = o.next_tid;
-      if (o.next_comm) c.comm = o.next_comm;  // latest name: a forked child is renamed by exec
+      c.pid = o.holder_pid;
+      c.tid = o.holder_tid;
+      if (o.holder_comm) c.comm = o.holder_comm;  // latest name: a forked child is renamed by exec
     }
     c.wait_ns += wait;
   }

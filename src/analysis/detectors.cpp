@@ -143,8 +143,9 @@ std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int6
         ctx.other(v[i].pid, v[i].tid, v[i].comm, by_thread || (own_pid && v[i].pid == own_pid));
     out += t.label();
     if (t.comm == "gpuwhy") out += " (the tracer)";
-    out += " " + fmt_duration(v[i].ns);
-    if (total > 0) out += " (" + fmt_percent(static_cast<double>(v[i].ns) / total) + ")";
+    const int64_t ns = v[i].ns + v[i].wait_ns;  // a preemptor's run-queue waits count as its own
+    out += " " + fmt_duration(ns);
+    if (total > 0) out += " (" + fmt_percent(static_cast<double>(ns) / total) + ")";
   }
   return out;
 }

@@ -34,12 +34,14 @@ void add_culprit(std::vector<Culprit>& v, std::unordered_map<uint64_t, size_t>& 
   if (o.other_comm != 0) c.comm = o.other_comm;
   c.ns += ns;
   c.in_calls_ns += in_calls;
-  ++c.count;
+  if (ns > 0) ++c.count;  // a run-queue holder only (ns 0) adds wait_ns, not an interval
 }
 
+// Most time taken first: preempted or asleep, plus run-queue waits behind it.
 void sort_culprits(std::vector<Culprit>& v) {
   std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& b) {
-    return a.ns != b.ns ? a.ns > b.ns : a.tid != b.tid ? a.tid < b.tid : a.pid < b.pid;
+    const int64_t x = a.ns + a.wait_ns, y = b.ns + b.wait_ns;
+    return x != y ? x > y : a.tid != b.tid ? a.tid < b.tid : a.pid < b.pid;
   });
 }
 
@@ -89,9 +91,9 @@ void summarize_offcpu(const TraceRows& rows, const Segments& calls,
     if (!blame) continue;
     if (!blame->preemptor) {
       OffCpuRow holder = o;
-      holder.other_pid = o.next_pid;
-      holder.other_tid = o.next_tid;
-      holder.other_comm = o.next_comm;
+      holder.other_pid = o.holder_pid;
+      holder.other_tid = o.holder_tid;
+      holder.other_comm = o.holder_comm;
       add_culprit(t.preemptors, pre_index, blame->key, holder, 0, 0);
     }
     t.preemptors[pre_index[blame->key]].wait_ns += wait;

@@ -63,11 +63,9 @@ struct Culprit {
   uint32_t comm = 0;        // strings.id
   int64_t ns = 0;           // preempted / asleep, inside the thread's active span
   int64_t in_calls_ns = 0;  // the part inside the thread's GPU API calls
-  // Preemptors only: run-queue waits after wake-ups on the CPUs where this task preempted the
-  // thread the most (who kept a woken thread waiting is not recorded; on its CPU, the usual
-  // preemptor is the best guess).
+  // Preemptors only: run-queue waits after wake-ups while this task held the CPU (RunqBlame).
   int64_t wait_ns = 0;
-  uint32_t count = 0;  // intervals
+  uint32_t count = 0;  // intervals it preempted / woke the thread
 };
 
 // The key a culprit is counted under: a thread of the victim's own process by tid (the runtime's
@@ -76,10 +74,11 @@ inline uint64_t culprit_key(uint32_t pid, uint32_t tid, uint32_t own_pid) {
   return pid == own_pid ? (uint64_t{1} << 32) | tid : uint64_t{pid};
 }
 
-// Who kept one thread waiting for a CPU after its wake-ups (the kernel does not say): on a CPU
-// where it was preempted, its main preemptor there; on a CPU where it never was, the task that
-// took the CPU when it went to sleep (none when that was the idle task: nothing was in the way).
-// Feed it the thread's preemptions, then ask for each blocked interval.
+// Who kept one thread waiting for a CPU after its wake-ups: the task it took the CPU back from,
+// recorded at switch-in (none when that was the idle task: nothing was in the way). Traces from
+// before ABI 2 did not record it; for them, a guess: on a CPU where the thread was preempted, its
+// main preemptor there, elsewhere the task that took the CPU when it went to sleep. Feed it the
+// thread's preemptions (used only for the guess), then ask for each blocked interval.
 class RunqBlame {
  public:
   void preempted(uint16_t cpu, uint64_t key, int64_t ns) { by_cpu_[cpu][key] += ns; }
@@ -87,12 +86,14 @@ class RunqBlame {
     uint64_t key = 0;
     bool preemptor = false;  // true: a preemptor already counted; false: o.next_* is the culprit
   };
-  // Nothing for an interval after which no one is to blame.
+  // Nothing for an interval after which no one is to blame (the CPU was idle: wake-up latency).
   std::optional<Blame> culprit_of(const OffCpuRow& o, uint32_t own_pid) {
-    if (!ranked_) rank();
-    if (auto it = top_.find(o.cpu); it != top_.end()) return Blame{it->second, true};
-    if (o.next_pid == 0) return std::nullopt;
-    return Blame{culprit_key(o.next_pid, o.next_tid, own_pid), false};
+    if (!o.holder_recorded) {
+      if (!ranked_) rank();
+      if (auto it = top_.find(o.cpu); it != top_.end()) return Blame{it->second, true};
+    }
+    if (o.holder_pid == 0) return std::nullopt;
+    return Blame{culprit_key(o.holder_pid, o.holder_tid, own_pid), false};
   }
 
  private:

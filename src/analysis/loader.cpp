@@ -367,7 +367,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
                  o_tid = oc["tid"], o_cpu = oc["cpu"], o_pre = oc["preempted"],
                  o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
-                 o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"];
+                 o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
+                 o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"];
   st = scan_chunks(
       pool, *oc.table, from, to,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -379,14 +380,24 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         o.runq = std::clamp<int64_t>(k.value(o_runq, r), 0, o.dur);
         o.tid = static_cast<uint32_t>(k.value(o_tid, r));
         o.preempted = k.value(o_pre, r) != 0;
-        o.next_pid = static_cast<uint32_t>(k.value(o_npid, r));
-        o.next_tid = static_cast<uint32_t>(k.value(o_ntid, r));
-        o.next_comm = static_cast<uint32_t>(k.value(o_ncomm, r));
+        const auto next_pid = static_cast<uint32_t>(k.value(o_npid, r));
+        const auto next_tid = static_cast<uint32_t>(k.value(o_ntid, r));
+        const auto next_comm = static_cast<uint32_t>(k.value(o_ncomm, r));
+        o.holder_recorded = !k.is_null(o_hpid, r);
+        if (o.holder_recorded) {
+          o.holder_pid = static_cast<uint32_t>(k.value(o_hpid, r));
+          o.holder_tid = static_cast<uint32_t>(k.value(o_htid, r));
+          o.holder_comm = static_cast<uint32_t>(k.value(o_hcomm, r));
+        } else {
+          o.holder_pid = next_pid;
+          o.holder_tid = next_tid;
+          o.holder_comm = next_comm;
+        }
         // Who took the CPU matters for a preemption, who woke it for a sleep.
         if (o.preempted) {
-          o.other_pid = o.next_pid;
-          o.other_tid = o.next_tid;
-          o.other_comm = o.next_comm;
+          o.other_pid = next_pid;
+          o.other_tid = next_tid;
+          o.other_comm = next_comm;
         } else {
           o.other_pid = static_cast<uint32_t>(k.value(o_wpid, r));
           o.other_tid = static_cast<uint32_t>(k.value(o_wtid, r));

@@ -46,9 +46,11 @@ struct OffCpuRow {
   uint32_t other_comm = 0;  // strings.id, 0 when unknown
   bool preempted = false;
   uint16_t cpu = 0;  // where it was switched out (and, with affinity, usually where it resumes)
-  // The task that took the CPU when this one left (same as other_* for a preemption): for a
-  // sleep, the likely holder of the CPU when the wake-up had to wait for it.
-  uint32_t next_pid = 0, next_tid = 0, next_comm = 0;
+  // Who had the CPU when this thread got it back: the task that kept it waiting in the run
+  // queue (pid 0: the idle task, nobody). Recorded at switch-in since ABI 2; in older traces
+  // (holder_recorded false) a guess: the task that took the CPU when this one left.
+  uint32_t holder_pid = 0, holder_tid = 0, holder_comm = 0;
+  bool holder_recorded = false;
   int64_t end() const { return ts + dur; }
 };
 

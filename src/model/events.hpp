@@ -44,6 +44,8 @@ struct OffCpu {
   Comm next_comm{};
   uint32_t waker_pid = 0, waker_tid = 0;
   Comm waker_comm{};
+  uint32_t holder_pid = 0, holder_tid = 0;  // had the CPU when this thread got it back (0: idle)
+  Comm holder_comm{};
 };
 
 enum class ProcEventKind : uint8_t { Exec = 1, Fork = 2, Thread = 3, Exit = 4, ThreadExit = 5 };

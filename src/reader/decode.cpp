@@ -97,6 +97,9 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.waker_pid = r.waker_pid;
       e.waker_tid = r.waker_tid;
       e.waker_comm = to_comm(r.waker_comm);
+      e.holder_pid = r.holder_pid;
+      e.holder_tid = r.holder_tid;
+      e.holder_comm = to_comm(r.holder_comm);
       out = std::move(e);
       return DecodeStatus::Ok;
     }

@@ -28,6 +28,13 @@ class Scenarios : public ::testing::TestWithParam<Scenario> {
   }
 };
 
+// A chain's culprit, or a failure that shows the chain when it names none (a null culprit must
+// fail the test, not throw out of it).
+::testing::AssertionResult HasCulprit(const json& chain) {
+  if (chain.contains("culprit") && chain["culprit"].is_object()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "the chain names no culprit: " << chain.dump();
+}
+
 // The last line of the workload's stdout that parses as its JSON summary.
 json summary_of(const std::string& out) {
   json last;
@@ -79,12 +86,11 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
     const int hog = wl["hog_pid"].get<int>();
     bool drop_blames_hog = false;
     for (const json& c : chains)
-      if (c["kind"] == "rate_drop" && c.contains("culprit") && c["culprit"].is_object() &&
-          c["culprit"]["pid"] == hog)
+      if (c["kind"] == "rate_drop" && HasCulprit(c) && c["culprit"]["pid"] == hog)
         drop_blames_hog = true;
     EXPECT_TRUE(drop_blames_hog);
     EXPECT_TRUE(top["kind"] == "rate_drop" || top["kind"] == "cpu_contention") << top["kind"];
-    ASSERT_TRUE(top.contains("culprit") && top["culprit"].is_object()) << top.dump();
+    ASSERT_TRUE(HasCulprit(top));
     EXPECT_EQ(top["culprit"]["pid"].get<int>(), hog);
     return;
   }
@@ -93,7 +99,7 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
     // The victim is any rank; the culprit is the straggling rank's process.
     const json& ranks = wl["rank_pids"];
     const int straggler = ranks[wl["straggle_rank"].get<int>()].get<int>();
-    ASSERT_TRUE(top.contains("culprit"));
+    ASSERT_TRUE(HasCulprit(top));
     EXPECT_EQ(top["culprit"]["pid"].get<int>(), straggler);
     return;
   }
@@ -102,12 +108,12 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   EXPECT_NE(std::find(tids.begin(), tids.end(), top["thread"]["tid"]), tids.end())
       << "the dispatch thread";
   if (sc.name == "contention") {
-    ASSERT_TRUE(top.contains("culprit"));
+    ASSERT_TRUE(HasCulprit(top));
     EXPECT_EQ(top["culprit"]["pid"].get<int>(), wl["hog_pid"].get<int>());
     EXPECT_EQ(top["culprit"]["comm"], "cpu_hog");
   }
   if (sc.name == "lock") {
-    ASSERT_TRUE(top.contains("culprit"));
+    ASSERT_TRUE(HasCulprit(top));
     EXPECT_EQ(top["culprit"]["tid"].get<int>(), wl["ckpt_writer_tid"].get<int>());
   }
 }

@@ -83,6 +83,43 @@ TEST(AnalysisDetectors, CpuContentionNamesTheCoRunner) {
   EXPECT_EQ(r.verdict.rfind("HIGH: CPU contention", 0), 0u) << r.verdict;
 }
 
+// A trainer that is never preempted by the co-runner, only kept waiting after each wake-up while
+// the co-runner holds the CPU; a bystander preempts it briefly on the same CPU. The recorded
+// holder is the culprit, not the bystander (the guess for pre-ABI-2 traces named the bystander).
+RowsBuilder runq_bound_trainer(uint32_t holder_pid, std::string_view holder_comm) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 1);
+  for (double t = 0; t < 10'000; t += 10) {
+    // Asleep 1 ms after the sync, then 4 ms runnable behind the holder.
+    b.block(kTrainer, kTrainer, t + 1.4, 5 * kMs, kTrainer, 107, "cuda-evt", 4 * kMs)
+        .held_by(holder_pid, holder_pid, holder_comm);
+  }
+  for (double t = 0; t < 100; t += 10) b.preempt(kTrainer, kTrainer, t + 0.1, 3 * kUs, 50, "bystander");
+  return b;
+}
+
+TEST(AnalysisDetectors, RunQueueWaitsAreBlamedOnTheTaskThatHeldTheCpu) {
+  const Report r = analyze(runq_bound_trainer(4242, "cpu_hog").build());
+  const Chain* c = find(r, "cpu_contention");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_EQ(c, &r.chains.front()) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->pid, 4242u);
+  EXPECT_EQ(c->culprit->comm, "cpu_hog");
+  EXPECT_NEAR(c->share(), 0.4, 0.01);
+  bool listed = false;
+  for (const Evidence& e : c->evidence)
+    listed |= e.text.starts_with("CPU taken by: cpu_hog (pid 4242) 4.00 s");
+  EXPECT_TRUE(listed) << c->evidence.front().text;
+}
+
+TEST(AnalysisDetectors, RunQueueWaitsBehindAnIdleCpuBlameNobody) {
+  // Held by the idle task: wake-up latency, nothing in the way; no contention to report.
+  const Report r = analyze(runq_bound_trainer(0, "swapper/0").build());
+  EXPECT_EQ(find(r, "cpu_contention"), nullptr) << kinds(r);
+}
+
 TEST(AnalysisDetectors, PreemptionInsideCallsIsLinkedToSlowCalls) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");

@@ -78,6 +78,16 @@ class RowsBuilder {
     rows_.offcpu.push_back(o);
     return *this;
   }
+  // The last off-CPU interval ended by taking the CPU back from this task (pid 0: the idle
+  // task), as recorded at switch-in since ABI 2.
+  RowsBuilder& held_by(uint32_t pid, uint32_t tid, std::string_view comm) {
+    OffCpuRow& o = rows_.offcpu.back();
+    o.holder_pid = pid;
+    o.holder_tid = tid;
+    o.holder_comm = intern(comm);
+    o.holder_recorded = true;
+    return *this;
+  }
   RowsBuilder& syscall(uint32_t pid, uint32_t tid, uint32_t nr, double at_ms, int64_t dur_ns) {
     rows_.syscalls.push_back({at(at_ms), dur_ns, pid, tid, nr, 0});
     return *this;

@@ -106,12 +106,18 @@ TEST(Decode, OffCpuKeepsCulpritsAndTaskNames) {
   r.next_pid = 99;
   r.next_tid = 100;
   std::strcpy(r.next_comm, "cpu_hog");
+  r.holder_pid = 77;
+  r.holder_tid = 78;
+  std::strcpy(r.holder_comm, "dataloader");
   Event ev;
   ASSERT_EQ(decode_record(&r, sizeof(r), kClock, ev), DecodeStatus::Ok);
   const auto& o = std::get<OffCpu>(ev);
   EXPECT_TRUE(o.preempted);
   EXPECT_EQ(o.runq, 400);
   EXPECT_EQ(comm_view(o.next_comm), "cpu_hog");
+  EXPECT_EQ(o.holder_pid, 77u);
+  EXPECT_EQ(o.holder_tid, 78u);
+  EXPECT_EQ(comm_view(o.holder_comm), "dataloader");
   EXPECT_EQ(o.cpu, 1u);
 }
 

@@ -147,6 +147,9 @@ TEST(StoreWriter, EveryOtherEventKindRoundTrips) {
   OffCpu o = offcpu(kStart + 1000, 500, 100, 101, false, "swapper/3", "nvidia-irq", 40);
   o.prev_state = 2;
   o.cpu = 7;
+  o.holder_pid = 4242;
+  o.holder_tid = 4243;
+  o.holder_comm = comm("cpu_hog");
   OffCpu anon = offcpu(kStart + 2000, 300, 100, 101, true, "", "");
   SyscallEvent sc{.ts = kStart + 3000,
                   .dur = 70,
@@ -216,12 +219,13 @@ TEST(StoreWriter, EveryOtherEventKindRoundTrips) {
   ASSERT_TRUE(f);
   EXPECT_EQ(rows(*f,
                  "SELECT o.ts, dur, runq, pid, tid, cpu, preempted, state, next_pid, "
-                 "next_tid, n.s, waker_pid, waker_tid, w.s FROM offcpu o LEFT JOIN strings n "
-                 "ON n.id = next_comm LEFT JOIN strings w ON w.id = waker_comm ORDER BY o.ts"),
+                 "next_tid, n.s, waker_pid, waker_tid, w.s, holder_pid, holder_tid, h.s "
+                 "FROM offcpu o LEFT JOIN strings n ON n.id = next_comm LEFT JOIN strings w "
+                 "ON w.id = waker_comm LEFT JOIN strings h ON h.id = holder_comm ORDER BY o.ts"),
             (Rows{{std::to_string(kStart + 1000), "500", "40", "100", "101", "7", "0", "2", "900",
-                   "901", "swapper/3", "800", "801", "nvidia-irq"},
+                   "901", "swapper/3", "800", "801", "nvidia-irq", "4242", "4243", "cpu_hog"},
                   {std::to_string(kStart + 2000), "300", "300", "100", "101", "3", "1", "0", "NULL",
-                   "NULL", "NULL", "NULL", "NULL", "NULL"}}));
+                   "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL"}}));
   EXPECT_EQ(rows(*f, "SELECT ts, dur, pid, tid, nr, ret, arg0 FROM syscalls"),
             (Rows{{std::to_string(kStart + 3000), "70", "100", "101", "202", "-110", "-1"}}));
   EXPECT_EQ(rows(*f, "SELECT ts, dur, pid, tid, dev, sector, bytes, op, error FROM block_io"),

@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 1);
+static_assert(GW_ABI_VERSION == 2);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -22,7 +22,8 @@ static_assert(offsetof(gw_api_call, ret) == 96);
 static_assert(offsetof(gw_api_call, out) == 104);
 static_assert(offsetof(gw_api_call, api) == 112);
 static_assert(offsetof(gw_api_call, stack_id) == 116);
-static_assert(sizeof(gw_offcpu) == 104);
+static_assert(sizeof(gw_offcpu) == 128);
+static_assert(offsetof(gw_offcpu, holder_pid) == 104);
 static_assert(offsetof(gw_offcpu, prev_state) == 40);
 static_assert(offsetof(gw_offcpu, next_comm) == 64);
 static_assert(offsetof(gw_offcpu, preempted) == 96);

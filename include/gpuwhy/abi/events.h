@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 1
+#define GW_ABI_VERSION 2
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_MAX_API 512 /* size of the api spec array; api ids are < this */
@@ -103,6 +103,11 @@ struct gw_offcpu {
 	char waker_comm[GW_COMM_LEN];
 	__u8 preempted;             /* 1: involuntary (runnable when switched out) */
 	__u8 pad[7];
+	/* The task that had the CPU when this one got it back (0: the idle task): who held the CPU
+	 * at the end of a run-queue wait, which the wake-up alone does not say. ABI 2. */
+	__u32 holder_pid;
+	__u32 holder_tid;
+	char holder_comm[GW_COMM_LEN];
 };
 
 /* ---- process lifecycle --------------------------------------------------------------------- */

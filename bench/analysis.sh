@@ -26,12 +26,16 @@ TID=$(sqlite3 "$DB" "SELECT tid FROM threads WHERE comm = 'trainer' ORDER BY tid
 MID=$(sqlite3 "$DB" "SELECT (min(ts_min) + max(end_max)) / 2 FROM api_calls_chunks")
 
 declare -A CMD
-NAMES=(explain explain_since_1m q_thread_offcpu q_calls_by_api q_thread_window)
+NAMES=(explain explain_since_1m q_thread_offcpu q_calls_by_api q_thread_window q_op_totals
+       q_throughput)
 CMD[explain]="$GPUWHY explain --db $DB"
 CMD[explain_since_1m]="$GPUWHY explain --db $DB --since 1m"
 CMD[q_thread_offcpu]="$GPUWHY query --db $DB \"SELECT * FROM v_thread_offcpu ORDER BY offcpu_ns DESC LIMIT 5\""
 CMD[q_calls_by_api]="$GPUWHY query --db $DB \"SELECT name, count(*), sum(dur) FROM v_calls GROUP BY name ORDER BY 3 DESC\""
 CMD[q_thread_window]="$GPUWHY query --db $DB \"SELECT count(*), sum(dur) FROM api_calls WHERE tid = $TID AND ts BETWEEN $MID AND $MID + 1000000000\""
+# q_calls_by_api's question from the per-second rollups (q_calls_by_api stays as the reference).
+CMD[q_op_totals]="$GPUWHY query --db $DB \"SELECT name, sum(calls), sum(dur_ns) FROM v_op_totals GROUP BY name ORDER BY 3 DESC\""
+CMD[q_throughput]="$GPUWHY query --db $DB \"SELECT count(*), sum(calls), sum(busy_ns) FROM v_throughput\""
 
 for ((r = 1; r <= RUNS; r++)); do
   for name in "${NAMES[@]}"; do

@@ -25,6 +25,8 @@
 #   gw         gpuwhy trace --no-host-libs --lib SIM --lib NULL         (entry+return paired in task
 #              storage, one ring record per call, plus its scheduler/syscall tracepoints)
 #   gw_stacks  the same with --stacks
+#   gw_nosys   the same with --without syscalls (no raw syscall tracepoints: the uretprobe syscall
+#              each traced call returns through, and every host syscall, skip the slow path)
 #
 # Then, with kernel.bpf_stats_enabled=1 (restored afterwards), the run time of every BPF program of
 # gpuwhy, bt_pair and bt_work during one null loop (a breakdown, not a timing of the above).
@@ -41,7 +43,7 @@ SYS_CALLS=${SYS_CALLS:-1000000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 BPF_STATS=${BPF_STATS:-1}
-CONFIGS=(none bt_entry bt_pair bt_work bt_emit gw gw_stacks)
+CONFIGS=(none bt_entry bt_pair bt_work bt_emit gw gw_nosys gw_stacks)
 WORKLOADS=(sim null sys)
 TSV=$GW_BENCH_OUT/probe_cost.tsv
 echo -e "round\tconfig\tworkload\tns_per_call\tlost" >"$TSV"
@@ -73,11 +75,6 @@ run_workloads() {  # sets NS[sim|null|sys]
   NS[sys]=$($W "$CALL_LOOP" - getppid "$SYS_CALLS" | per_call "$SYS_CALLS")
 }
 
-lost_of_log() {  # the agent's summary line: "0 events lost" or "LOST N events (...)"
-  if grep -q "0 events lost" "$1"; then echo 0
-  else sed -n 's/.*LOST \([0-9,]*\) events.*/\1/p' "$1" | tr -d , | head -1; fi
-}
-
 declare -A NS
 log "probe_cost: $RUNS rounds x ${#CONFIGS[@]} configs; sim $SIM_CALLS, null $NULL_CALLS, sys $SYS_CALLS calls"
 for ((r = 1; r <= RUNS; r++)); do
@@ -89,6 +86,9 @@ for ((r = 1; r <= RUNS; r++)); do
       none) run_workloads ;;
       bt_*) TRACER_PREFIX=$A start_bpftrace "$c" "$(bt_prog "$c")"; run_workloads; stop_bpftrace ;;
       gw) TRACER_PREFIX=$A start_gpuwhy probe_gw --no-host-libs --lib "$SIM_CUDART" --lib "$NULL_CUDART"
+          run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
+      gw_nosys) TRACER_PREFIX=$A start_gpuwhy probe_gw_nosys --no-host-libs --without syscalls \
+                  --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_stacks) TRACER_PREFIX=$A start_gpuwhy probe_gw_stacks --no-host-libs --stacks \
                    --lib "$SIM_CUDART" --lib "$NULL_CUDART"
@@ -167,14 +167,16 @@ added() {  # config workload -> per-round (config - none)
     done
     if [ "$w" != sys ]; then
       echo
-      for ref in bt_pair bt_work bt_emit; do
-        read -r rm rlo rhi _ < <(paste <(added gw "$w") <(added "$ref" "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
-        echo "- $w: gw / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"
+      for g in gw gw_nosys; do
+        for ref in bt_pair bt_work bt_emit; do
+          read -r rm rlo rhi _ < <(paste <(added "$g" "$w") <(added "$ref" "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
+          echo "- $w: $g / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"
+        done
       done
     fi
   done
   echo
-  echo "gpuwhy events lost per run (gw, gw_stacks): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
+  echo "gpuwhy events lost per run (gw, gw_nosys, gw_stacks): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
   if [ -n "$STATS_MD" ]; then
     echo
     echo "BPF programs during one null-runtime loop of $NULL_CALLS traced calls (kernel.bpf_stats_enabled;"

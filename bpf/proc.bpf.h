@@ -131,4 +131,31 @@ static __always_inline void gw_check_lib_mmap(struct pt_regs *regs)
 	bpf_ringbuf_submit(rec, 0);
 }
 
+/*
+ * The same hint without the syscall tracepoints (`trace --without syscalls`): a return probe on
+ * libc's dlopen. It fires only for successful dlopens, after the libraries (and everything they
+ * pulled in) are mapped, but it cannot say which file: inode 0 means "look at this process".
+ * Runtimes linked at start-up (DT_NEEDED) are found through the exec hint instead.
+ */
+SEC("uretprobe")
+int gw_dlopen_return(struct pt_regs *ctx)
+{
+	struct gw_lib_map *rec;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!PT_REGS_RC(ctx) || (pid_tgid >> 32) == gw_cfg.self_pid)
+		return 0;
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), pid_tgid >> 32,
+		       (__u32)pid_tgid);
+	rec->inode = 0;
+	rec->dev = 0;
+	rec->pad = 0;
+	__builtin_memset(rec->name, 0, sizeof(rec->name));
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
 #endif /* GPUWHY_PROC_BPF_H */

@@ -48,6 +48,13 @@ CREATE TABLE libraries (
   UNIQUE (dev, inode)
 );
 
+-- The kernel probe families of this trace and what became of them: what evidence can exist.
+CREATE TABLE probe_families (
+  family TEXT PRIMARY KEY,  -- sched | proc | syscalls | block_io | tcp | reclaim
+  state  TEXT NOT NULL,     -- on | off (left out with --without) | failed (could not attach)
+  detail TEXT               -- why, when not on
+);
+
 CREATE TABLE lib_probes (
   lib_id        INTEGER NOT NULL,
   api_id        INTEGER NOT NULL,
@@ -196,6 +203,37 @@ CREATE TABLE reclaim_chunks (
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX reclaim_chunks_tid ON reclaim_chunks(tid, ts_min);
+
+-- ---- Per-second rollups ------------------------------------------------------------------------
+-- Written with each chunk of api_calls / offcpu, in the same transaction (src/store/rollups.hpp):
+-- one row per (thread, key, second) of that chunk, so a key may have several rows (one per chunk)
+-- and readers sum() them. second: whole seconds since session.start_ns, (ts - start_ns) / 1e9
+-- truncated as SQLite's integer division does; each event counts in the second it starts in.
+-- No index: a 10 M-event trace has a few tens of thousands of rows, scanned in milliseconds.
+-- A file written before they existed has neither table: readers present each as a TEMP view
+-- computing the same rows from the events (sql/views/<name>.sql).
+
+CREATE TABLE api_calls_per_second (
+  pid        INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  api        INTEGER NOT NULL,  -- apis.id
+  second     INTEGER NOT NULL,
+  calls      INTEGER NOT NULL,
+  dur_ns     INTEGER NOT NULL,  -- sum(dur)
+  max_dur_ns INTEGER NOT NULL,  -- max(dur)
+  bytes      INTEGER            -- sum(bytes); NULL when no call of the row has bytes
+);
+
+CREATE TABLE offcpu_per_second (
+  pid        INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  second     INTEGER NOT NULL,
+  preempted  INTEGER NOT NULL,  -- 1: offcpu.preempted is non-zero; 0: blocked
+  other_comm INTEGER,           -- strings.id: next_comm when preempted, waker_comm when blocked
+  ns         INTEGER NOT NULL,  -- sum(dur)
+  runq_ns    INTEGER NOT NULL,  -- sum(runq)
+  intervals  INTEGER NOT NULL   -- count(*)
+);
 
 CREATE TABLE tcp_retrans (
   ts INTEGER NOT NULL, pid INTEGER, tid INTEGER, family INTEGER,

@@ -98,6 +98,10 @@ start_gpuwhy() {
   done
   die "gpuwhy ($name) did not attach in 30 s"
 }
+lost_of_log() {  # the agent's summary line: "0 events lost" or "LOST N events (...)"
+  if grep -q "0 events lost" "$1"; then echo 0
+  else sed -n 's/.*LOST \([0-9,]*\) events.*/\1/p' "$1" | tr -d , | head -1; fi
+}
 stop_gpuwhy() {
   kill -INT "$GW_PID" 2>/dev/null || true
   wait "$GW_PID" 2>/dev/null || true

@@ -4,13 +4,13 @@
 -- seconds without a call are included with zeros, so a stall shows as a run of zero rows.
 -- second: whole seconds since the session started (bucket_ts: its wall-clock start, ns);
 -- busy_ns: time inside calls that started in the bucket; bytes: their copy/alloc/collective bytes.
+-- Read from the api_calls_per_second rollup (docs/schema.md): instant on traces that store it.
 CREATE VIEW v_throughput AS
 WITH RECURSIVE
 buckets AS (
-  SELECT c.pid, coalesce(a.category, 'unknown') AS category,
-         (c.ts - (SELECT start_ns FROM session)) / 1000000000 AS second,
-         count(*) AS calls, sum(c.dur) AS busy_ns, coalesce(sum(c.bytes), 0) AS bytes
-  FROM api_calls AS c LEFT JOIN apis AS a ON a.id = c.api
+  SELECT r.pid, coalesce(a.category, 'unknown') AS category, r.second,
+         sum(r.calls) AS calls, sum(r.dur_ns) AS busy_ns, coalesce(sum(r.bytes), 0) AS bytes
+  FROM api_calls_per_second AS r LEFT JOIN apis AS a ON a.id = r.api
   GROUP BY 1, 2, 3
 ),
 seconds(pid, category, second, last) AS (

@@ -11,20 +11,21 @@ AddressMap AddressMap::build(const TraceRows& rows, const std::vector<CallRow>& 
   // Live allocations by start address, per kind, so a free closes the right one.
   std::map<uint64_t, size_t> live_pinned, live_device;
   for (const CallRow& c : memory_calls) {
-    if (c.ret != 0) continue;
+    const CallExt& e = rows.ext(c);
+    if (e.ret != 0) continue;
     const ApiMeta& api = rows.api(c.api);
     // Managed memory is never staged through a bounce buffer: it counts as pinned here.
     const bool pinned = api.host_alloc || api.managed;
-    if ((pinned || api.device_alloc) && c.addr != 0 && c.bytes > 0) {
+    if ((pinned || api.device_alloc) && e.addr != 0 && e.bytes > 0) {
       auto& v = pinned ? m.pinned_ : m.device_;
       auto& live = pinned ? live_pinned : live_device;
-      live[c.addr] = v.size();
-      v.push_back({c.addr, c.addr + c.bytes, c.ts});
-    } else if (c.cat == Category::Free && c.addr != 0) {
+      live[e.addr] = v.size();
+      v.push_back({e.addr, e.addr + e.bytes, c.ts});
+    } else if (c.cat == Category::Free && e.addr != 0) {
       // cudaFree releases device and managed memory alike: look in both.
       for (auto [v, live] :
            {std::pair{&m.pinned_, &live_pinned}, std::pair{&m.device_, &live_device}}) {
-        if (auto it = live->find(c.addr); it != live->end()) {
+        if (auto it = live->find(e.addr); it != live->end()) {
           (*v)[it->second].to = c.ts;
           live->erase(it);
           break;
@@ -64,15 +65,13 @@ int8_t AddressMap::infer_dir(uint64_t dst, uint64_t src, int64_t ts) const {
   return -1;
 }
 
-void infer_copy_directions(TraceRows& rows) {
-  const int8_t kDefault = static_cast<int8_t>(CopyDir::Default);
-  bool any = false;
-  for (const CallRow& c : rows.calls) any |= c.cat == Category::Copy && c.dir == kDefault;
-  if (!any) return;
+void infer_copy_directions(TraceRows& rows, std::span<const size_t> copies) {
+  if (copies.empty()) return;
   const AddressMap map = AddressMap::build(rows, rows.memory_calls);
-  for (CallRow& c : rows.calls) {
-    if (c.cat != Category::Copy || c.dir != kDefault) continue;
-    if (int8_t d = map.infer_dir(c.addr, c.addr2, c.ts); d >= 0) c.dir = d;
+  for (size_t i : copies) {
+    CallRow& c = rows.calls[i];
+    const CallExt& e = rows.ext(c);
+    if (int8_t d = map.infer_dir(e.addr, e.addr2, c.ts); d >= 0) c.dir = d;
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "analysis/rows.hpp"
@@ -36,7 +37,8 @@ class AddressMap {
   std::vector<Range> pinned_, device_;  // sorted by lo
 };
 
-// Gives every copy with the Default kind a direction where the endpoints tell (prepare_rows).
-void infer_copy_directions(TraceRows& rows);
+// Gives the copies at these indexes into rows.calls, of the Default kind, a direction where the
+// endpoints tell (prepare_rows, once memory_calls is sorted).
+void infer_copy_directions(TraceRows& rows, std::span<const size_t> copies);
 
 }  // namespace gpuwhy::analysis

@@ -64,7 +64,7 @@ void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
     const CallRow& r = ctx.rows.calls[i];
     OpAcc& a = ops[r.api];
     a.durs.push_back(r.dur);
-    if (r.cat == Category::Alloc) a.sizes.push_back(static_cast<int64_t>(r.bytes));
+    if (r.cat == Category::Alloc) a.sizes.push_back(static_cast<int64_t>(ctx.rows.ext(r).bytes));
     a.ns += r.dur;
     a.cat = r.cat;
     if (r.dur > ctx.rows.calls[slowest].dur) slowest = i;

@@ -16,9 +16,9 @@ namespace {
 
 // A small D2H copy that made the host wait: a synchronous copy, or an async one that took long
 // enough to have waited (pageable destination: the runtime stages it synchronously).
-bool is_readback(const CallRow& c, const ApiMeta& m, uint64_t small) {
+bool is_readback(const TraceRows& rows, const CallRow& c, const ApiMeta& m, uint64_t small) {
   return c.cat == Category::Copy && c.dir == static_cast<int8_t>(CopyDir::DeviceToHost) &&
-         c.bytes < small && (!m.async || c.dur >= 50'000);
+         rows.ext(c).bytes < small && (!m.async || c.dur >= 50'000);
 }
 
 struct SyncUse {
@@ -42,7 +42,7 @@ SyncUse collect(const Context& ctx, const ThreadSummary& t) {
     if (ctx.joins.nested[i]) continue;
     const CallRow& c = ctx.rows.calls[i];
     const ApiMeta& m = ctx.rows.api(c.api);
-    const bool sync = c.cat == Category::Sync || is_readback(c, m, small);
+    const bool sync = c.cat == Category::Sync || is_readback(ctx.rows, c, m, small);
     // Any call that hands the GPU work ends the bubble, a synchronous copy included.
     const bool submits = enqueues_work(m) || c.cat == Category::Copy || c.cat == Category::Memset;
     if (submits && !sync) {
@@ -106,7 +106,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   for (uint32_t i : u.idx) {
     const CallRow& c = ctx.rows.calls[i];
     std::string key(ctx.rows.api_name(c.api));
-    if (c.cat == Category::Copy) key += " D2H of " + fmt_bytes(c.bytes);
+    if (c.cat == Category::Copy) key += " D2H of " + fmt_bytes(ctx.rows.ext(c).bytes);
     ++by_op[key];
   }
   std::vector<std::pair<uint64_t, std::string>> ops;

@@ -61,7 +61,7 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
   const Task& victim = ch.thread;
 
   // The individual sleeps behind the total, by the rule of ThreadSummary::blocked_by_app_ns.
-  const Segments calls = call_segments(ctx.rows, t);
+  CallUnion calls(ctx.rows, t);
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
   int64_t first = -1, last = -1, longest = 0, longest_at = 0;
   uint32_t longest_waker = 0, longest_comm = 0;

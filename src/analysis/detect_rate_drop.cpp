@@ -26,7 +26,7 @@ struct Split {
 Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t to) {
   Split s;
   s.len = std::max<int64_t>(to - from, 1);
-  const Segments calls = call_segments(ctx.rows, t);
+  CallUnion calls(ctx.rows, t);
   RunqBlame runq;
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
   for (size_t k = ob; k < oe; ++k) {

@@ -43,21 +43,22 @@ ThreadCopies collect(const Context& ctx, const ThreadSummary& t, const AddressMa
     const CallRow& c = ctx.rows.calls[i];
     if (ctx.joins.nested[i] || c.cat != Category::Copy || (c.dir != kH2D && c.dir != kD2H))
       continue;
-    if (c.dir == kD2H && c.bytes < ctx.th.small_copy_bytes) continue;
+    const CallExt& e = ctx.rows.ext(c);
+    if (c.dir == kD2H && e.bytes < ctx.th.small_copy_bytes) continue;
     DirAcc& d = c.dir == kH2D ? tc.h2d : tc.d2h;
-    const uint64_t host = c.dir == kH2D ? c.addr2 : c.addr;
+    const uint64_t host = c.dir == kH2D ? e.addr2 : e.addr;
     // Time the thread was runnable but without a CPU is contention's, not the copy's.
     const CallOverlap* o = ctx.joins.overlap(static_cast<uint32_t>(i));
     const int64_t ns = c.dur - (o ? o->preempted_ns + o->wakeup_ns : 0);
     ++d.count;
-    d.bytes += c.bytes;
+    d.bytes += e.bytes;
     d.ns += ns;
     // An async copy that returned faster than 25 GB/s could have staged it was DMA'd from
     // pinned memory, even when its allocation predates the trace.
     const bool returned_early = ctx.rows.api(c.api).async &&
-                                static_cast<double>(c.dur) * 25.0 < static_cast<double>(c.bytes);
-    if (!returned_early && !map.pinned(host, c.bytes, c.ts)) {
-      d.pageable_bytes += c.bytes;
+                                static_cast<double>(c.dur) * 25.0 < static_cast<double>(e.bytes);
+    if (!returned_early && !map.pinned(host, e.bytes, c.ts)) {
+      d.pageable_bytes += e.bytes;
       d.pageable_ns += ns;
     }
     tc.ns += ns;
@@ -104,7 +105,8 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
   }
   ch.evidence.push_back({"largest at " + fmt_rel(ctx.rel(big.ts)) + ": " +
                              std::string(ctx.rows.api_name(big.api)) + " of " +
-                             fmt_bytes(big.bytes) + " took " + fmt_duration(big.dur),
+                             fmt_bytes(ctx.rows.ext(big).bytes) + " took " +
+                             fmt_duration(big.dur),
                          ctx.rel(big.ts)});
   if (tc.waited > 0) {
     ch.evidence.push_back({fmt_count(tc.waited) +

@@ -2,8 +2,10 @@
 #include "analysis/explain.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
+#include "analysis/parallel.hpp"
 #include "analysis/units.hpp"
 #include "core/phase_timer.hpp"
 
@@ -55,8 +57,13 @@ Severity grade(double share, const Thresholds& th) {
 }
 
 std::vector<Chain> run_detectors(const Context& ctx) {
+  // Detectors only read the context: they run side by side, and their chains are put together
+  // in registry order, as if they had run one after another.
+  const std::span<const Detector> list = detectors();
+  std::vector<std::vector<Chain>> found(list.size());
+  parallel_for(list.size(), [&](size_t i) { list[i].run(ctx, found[i]); });
   std::vector<Chain> chains;
-  for (const Detector& d : detectors()) d.run(ctx, chains);
+  for (std::vector<Chain>& v : found) std::move(v.begin(), v.end(), std::back_inserter(chains));
   return chains;
 }
 
@@ -74,6 +81,16 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th) 
     return a.process.pid < b.process.pid;
   });
   return kept;
+}
+
+// What a kernel probe family records, for a caveat when it was not on.
+std::string family_evidence(std::string_view family) {
+  if (family == "syscalls") return "slow syscalls";
+  if (family == "block_io") return "block I/O";
+  if (family == "tcp") return "TCP retransmissions";
+  if (family == "reclaim") return "direct-reclaim stalls";
+  if (family == "sched") return "scheduler data";
+  return std::string(family) + " events";
 }
 
 std::vector<Caveat> caveats_for(const TraceRows& rows) {
@@ -103,6 +120,15 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
     out.push_back({"no_sched",
                    "no scheduler data for the GPU threads: preemption, lock waits "
                    "and sleeps cannot be seen"});
+  }
+  for (const TraceRows::FamilyOff& f : rows.families_off) {
+    out.push_back({"family_" + f.state,
+                   "no " + family_evidence(f.family) + " in this trace: the " + f.family +
+                       " probes were " + (f.state == "off" ? "left out (trace --without)"
+                                                           : "not attached (" + f.detail + ")") +
+                       (f.family == "syscalls" ? "; lock waits and I/O are named by their wakers only"
+                                               : "") +
+                       "; their absence is not evidence"});
   }
   if (!rows.session.pid_filter.empty()) {
     out.push_back({"pid_filter", "the trace was limited to pids " + rows.session.pid_filter +

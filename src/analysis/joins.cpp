@@ -8,23 +8,6 @@
 namespace gpuwhy::analysis {
 namespace {
 
-Segments merge_calls(const std::vector<CallRow>& calls, size_t b, size_t e, int64_t clip_end,
-                     const TraceRows& rows, bool only_waiting) {
-  Segments s;
-  for (size_t i = b; i < e; ++i) {
-    const CallRow& c = calls[i];
-    if (only_waiting && !waits_for_gpu(rows.api(c.api))) continue;
-    const int64_t end = std::min(c.end(), clip_end);
-    if (end <= c.ts) continue;
-    if (!s.v.empty() && c.ts <= s.v.back().second) {
-      s.v.back().second = std::max(s.v.back().second, end);
-    } else {
-      s.v.emplace_back(c.ts, end);
-    }
-  }
-  return s;
-}
-
 void add_culprit(std::vector<Culprit>& v, std::unordered_map<uint64_t, size_t>& index, uint64_t key,
                  const OffCpuRow& o, int64_t ns, int64_t in_calls) {
   auto [it, fresh] = index.try_emplace(key, v.size());
@@ -49,7 +32,7 @@ void sort_culprits(std::vector<Culprit>& v) {
 // inside a GPU call is the runtime waiting (for the GPU, the driver, its own helper threads), so
 // the waker is blamed there only when it is another thread that calls GPU APIs itself (holding a
 // runtime lock, say). Asleep outside calls, whoever woke the thread is what it waited for.
-void summarize_offcpu(const TraceRows& rows, const Segments& calls,
+void summarize_offcpu(const TraceRows& rows, CallUnion& calls,
                       const std::unordered_set<uint32_t>& gpu_tids, size_t ob, size_t oe,
                       ThreadSummary& t) {
   std::unordered_map<uint64_t, size_t> pre_index, wake_index;
@@ -166,51 +149,35 @@ OffCpuParts clip_offcpu(const OffCpuRow& o, int64_t from, int64_t to) {
   return p;
 }
 
-int64_t Segments::total() const {
-  int64_t t = 0;
-  for (const auto& [s, e] : v) t += e - s;
-  return t;
+std::optional<SegmentMerger::Segment> SegmentMerger::flush() {
+  if (!open_) return std::nullopt;
+  open_ = false;
+  return cur_;
 }
 
-int64_t Segments::covered(int64_t from, int64_t to) const {
-  if (to <= from || v.empty()) return 0;
-  auto it = std::upper_bound(
-      v.begin(), v.end(), from,
-      [](int64_t x, const std::pair<int64_t, int64_t>& seg) { return x < seg.second; });
+CallUnion::CallUnion(const TraceRows& rows, const ThreadSummary& t)
+    : calls_(rows.calls), next_(t.call_begin), end_(t.call_end), clip_(t.last_ns) {}
+
+std::optional<SegmentMerger::Segment> CallUnion::next_segment() {
+  while (next_ < end_) {
+    const CallRow& c = calls_[next_++];
+    if (auto s = merger_.add(c.ts, std::min(c.end(), clip_))) return s;
+  }
+  return merger_.flush();
+}
+
+int64_t CallUnion::covered(int64_t from, int64_t to) {
+  if (to <= from) return 0;
+  while (!kept_.empty() && kept_.front().second <= from) kept_.pop_front();
+  while (kept_.empty() || kept_.back().first < to) {
+    const auto s = next_segment();
+    if (!s) break;
+    if (s->second > from) kept_.push_back(*s);  // else wholly before this and every later query
+  }
   int64_t n = 0;
-  for (; it != v.end() && it->first < to; ++it) n += overlap_ns(it->first, it->second, from, to);
+  for (auto it = kept_.begin(); it != kept_.end() && it->first < to; ++it)
+    n += overlap_ns(it->first, it->second, from, to);
   return n;
-}
-
-bool waits_for_gpu(const ApiMeta& m) {
-  return !(m.cat == Category::Launch || m.cat == Category::Graph || m.cat == Category::StreamWait);
-}
-
-bool enqueues_work(const ApiMeta& m) {
-  switch (m.cat) {
-    case Category::Launch:
-    case Category::Graph:
-    case Category::Collective:
-      return true;
-    case Category::Copy:
-    case Category::Memset:
-      return m.async;
-    default:
-      return false;
-  }
-}
-
-bool drains_queue(const ApiMeta& m) {
-  switch (m.cat) {
-    case Category::Sync:
-    case Category::Free:  // cudaFree synchronises the device before releasing memory
-      return true;
-    case Category::Copy:
-    case Category::Memset:
-      return !m.async;
-    default:
-      return false;
-  }
 }
 
 const CallOverlap* Joins::overlap(uint32_t call) const {
@@ -268,28 +235,18 @@ int64_t Joins::stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int
   return ns;
 }
 
-Segments call_segments(const TraceRows& rows, const ThreadSummary& t) {
-  return merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, false);
-}
-
 Joins compute_joins(const TraceRows& rows) {
   Joins j;
   j.offcpu = tid_ranges(rows.offcpu);
   j.syscalls = tid_ranges(rows.syscalls);
   j.block_io = tid_ranges(rows.block_io);
   j.reclaim = tid_ranges(rows.reclaim);
-  j.queued_ahead.assign(rows.calls.size(), 0);
-  j.nested.assign(rows.calls.size(), 0);
+  grow_parallel(j.queued_ahead, rows.calls.size());
+  grow_parallel(j.nested, rows.calls.size());
   // Calls are sorted by (tid, ts): each thread is one run of them.
-  std::vector<std::pair<size_t, size_t>> runs;
+  const std::vector<std::pair<size_t, size_t>> runs = tid_runs(rows.calls);
   std::unordered_set<uint32_t> gpu_tids;
-  for (size_t i = 0; i < rows.calls.size();) {
-    size_t e = i + 1;
-    while (e < rows.calls.size() && rows.calls[e].tid == rows.calls[i].tid) ++e;
-    runs.emplace_back(i, e);
-    gpu_tids.insert(rows.calls[i].tid);
-    i = e;
-  }
+  for (const auto& [b, e] : runs) gpu_tids.insert(rows.calls[b].tid);
   j.threads.resize(runs.size());
   parallel_for(runs.size(), [&](size_t k) {
     ThreadSummary& t = j.threads[k];
@@ -297,11 +254,18 @@ Joins compute_joins(const TraceRows& rows) {
     t.tid = rows.calls[i].tid;
     t.pid = rows.calls[i].pid;
     t.call_begin = i;
+    t.first_ns = rows.calls[i].ts;
     int64_t last = rows.calls[i].end();
+    // The unions are cut at the span's end, last_ns, known only after the loop: cutting at the
+    // window's end is the same, since last_ns is that or the latest call end, whichever is first.
+    const int64_t cut = std::max(rows.window.end_ns, t.first_ns);
+    UnionLength calls, waits;
     uint32_t queued = 0;
     for (; i < runs[k].second; ++i) {
       const CallRow& c = rows.calls[i];
       const ApiMeta& m = rows.api(c.api);
+      calls.add(c.ts, std::min(c.end(), cut));
+      if (waits_for_gpu(m)) waits.add(c.ts, std::min(c.end(), cut));
       if (i > t.call_begin && c.ts < last && c.end() <= last) j.nested[i] = 1;
       last = std::max(last, c.end());
       if (j.nested[i]) continue;  // the outer call already queued or drained this work
@@ -311,15 +275,12 @@ Joins compute_joins(const TraceRows& rows) {
       if (enqueues_work(m)) ++queued;
     }
     t.call_end = i;
-    t.first_ns = rows.calls[t.call_begin].ts;
     t.last_ns = std::max(std::min(last, rows.window.end_ns), t.first_ns);
-    const Segments calls =
-        merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, false);
-    const Segments waits = merge_calls(rows.calls, t.call_begin, t.call_end, t.last_ns, rows, true);
     t.api_ns = calls.total();
     t.waiting_api_ns = waits.total();
     auto [ob, oe] = Joins::range(j.offcpu, t.tid);
-    summarize_offcpu(rows, calls, gpu_tids, ob, oe, t);
+    CallUnion in_calls(rows, t);
+    summarize_offcpu(rows, in_calls, gpu_tids, ob, oe, t);
   });
   std::vector<std::vector<CallOverlap>> overlaps(j.threads.size());
   parallel_for(j.threads.size(), [&](size_t k) { join_calls(rows, j, j.threads[k], overlaps[k]); });

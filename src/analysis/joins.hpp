@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <span>
@@ -36,12 +37,45 @@ inline int64_t overlap_ns(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   return hi > lo ? hi - lo : 0;
 }
 
-// Merged, sorted, disjoint [start, end) segments (the union of a thread's calls, say).
-struct Segments {
-  std::vector<std::pair<int64_t, int64_t>> v;
-  int64_t total() const;
-  // Time of [from, to) covered by the segments (binary search, O(log n + k)).
-  int64_t covered(int64_t from, int64_t to) const;
+// Merges [start, end) intervals fed in order of start into disjoint segments: add() hands back
+// the segment it closed, if any, and flush() the last one. Empty intervals are skipped.
+class SegmentMerger {
+ public:
+  using Segment = std::pair<int64_t, int64_t>;
+  // Inline: called for every call of every thread.
+  std::optional<Segment> add(int64_t start, int64_t end) {
+    if (end <= start) return std::nullopt;
+    if (open_ && start <= cur_.second) {
+      cur_.second = std::max(cur_.second, end);
+      return std::nullopt;
+    }
+    std::optional<Segment> closed;
+    if (open_) closed = cur_;
+    cur_ = {start, end};
+    open_ = true;
+    return closed;
+  }
+  std::optional<Segment> flush();
+
+ private:
+  Segment cur_{0, 0};
+  bool open_ = false;
+};
+
+// Total length of the union of intervals fed in order of start.
+class UnionLength {
+ public:
+  void add(int64_t start, int64_t end) {
+    if (auto s = merger_.add(start, end)) total_ += s->second - s->first;
+  }
+  int64_t total() {
+    if (auto s = merger_.flush()) total_ += s->second - s->first;
+    return total_;
+  }
+
+ private:
+  SegmentMerger merger_;
+  int64_t total_ = 0;
 };
 
 // What one call's thread went through during the call. Kept only for calls where something did
@@ -161,31 +195,81 @@ struct Joins {
   }
 };
 
+// Inline, these three: asked of every call, several times.
 // Can this call wait for the GPU (or the driver) by design? Sleeping inside one is expected and is
 // not blamed on whoever woke the thread.
-bool waits_for_gpu(const ApiMeta& m);
+inline bool waits_for_gpu(const ApiMeta& m) {
+  return !(m.cat == Category::Launch || m.cat == Category::Graph || m.cat == Category::StreamWait);
+}
 // Does it put work in the GPU queue without waiting for it?
-bool enqueues_work(const ApiMeta& m);
+inline bool enqueues_work(const ApiMeta& m) {
+  switch (m.cat) {
+    case Category::Launch:
+    case Category::Graph:
+    case Category::Collective:
+      return true;
+    case Category::Copy:
+    case Category::Memset:
+      return m.async;
+    default:
+      return false;
+  }
+}
 // Does it drain the thread's queue (returns only when earlier work is done)?
-bool drains_queue(const ApiMeta& m);
+inline bool drains_queue(const ApiMeta& m) {
+  switch (m.cat) {
+    case Category::Sync:
+    case Category::Free:  // cudaFree synchronises the device before releasing memory
+      return true;
+    case Category::Copy:
+    case Category::Memset:
+      return !m.async;
+    default:
+      return false;
+  }
+}
 
 // `rows` must be prepared (sorted by (tid, ts)).
 Joins compute_joins(const TraceRows& rows);
 
-// The union of a thread's GPU API calls over its span.
-Segments call_segments(const TraceRows& rows, const ThreadSummary& t);
+// The union of one thread's GPU API calls over its active span, walked forward: covered() for
+// queries in time order (a thread's off-CPU intervals) without materialising the union, which
+// for a dispatch thread is millions of segments.
+class CallUnion {
+ public:
+  CallUnion(const TraceRows& rows, const ThreadSummary& t);
+  // Time of [from, to) inside the thread's calls. `from` must never be less than in the
+  // previous query: segments that end before it are dropped for good.
+  int64_t covered(int64_t from, int64_t to);
+
+ private:
+  std::optional<SegmentMerger::Segment> next_segment();
+  const std::vector<CallRow>& calls_;
+  size_t next_, end_;
+  int64_t clip_;  // the span's end: calls running past it count up to it
+  SegmentMerger merger_;
+  std::deque<SegmentMerger::Segment> kept_;  // may still overlap a later query, by start
+};
+
+// [begin, end) of each thread's rows in a (tid, ts)-sorted vector, in tid order: one binary
+// search per thread, not a look at each of millions of rows.
+template <class Row>
+std::vector<std::pair<size_t, size_t>> tid_runs(const std::vector<Row>& v) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (auto it = v.begin(); it != v.end();) {
+    const uint32_t tid = it->tid;
+    const auto end = std::partition_point(it, v.end(), [&](const Row& r) { return r.tid == tid; });
+    runs.emplace_back(static_cast<size_t>(it - v.begin()), static_cast<size_t>(end - v.begin()));
+    it = end;
+  }
+  return runs;
+}
 
 // (tid -> [begin, end)) of a (tid, ts)-sorted vector.
 template <class Row>
 TidRanges tid_ranges(const std::vector<Row>& v) {
   TidRanges r;
-  size_t i = 0;
-  while (i < v.size()) {
-    size_t j = i;
-    while (j < v.size() && v[j].tid == v[i].tid) ++j;
-    r[v[i].tid] = {i, j};
-    i = j;
-  }
+  for (const auto& [b, e] : tid_runs(v)) r[v[b].tid] = {b, e};
   return r;
 }
 

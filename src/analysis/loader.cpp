@@ -5,6 +5,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "analysis/parallel.hpp"
 #include "analysis/sql_scan.hpp"
 #include "analysis/units.hpp"
 #include "core/phase_timer.hpp"
@@ -47,14 +48,37 @@ struct Columns {
   }
 };
 
+// How many of the rows a scan decodes it keeps: nearly all (a window's events), or a few (the
+// allocations before the window).
+enum class Keep { Most, Few };
+
+// Where one part of a scan puts the rows it keeps: straight into its share of the output (Most:
+// sized once, never copied) or into a vector of its own (Few: no memory for rows it drops).
+template <class Row>
+struct PartRows {
+  size_t part = 0;       // which part of the scan (0 .. parts - 1)
+  Row* at = nullptr;     // Keep::Most
+  size_t n = 0;          // rows at `at`
+  std::vector<Row> own;  // Keep::Few
+  void push_back(const Row& r) {
+    if (at)
+      at[n++] = r;
+    else
+      own.push_back(r);
+  }
+  size_t size() const { return at ? n : own.size(); }  // the next row's index in this part
+};
+
 // Decodes every chunk of `table` that overlaps [from, to) and hands each row to
-// each(const Chunk&, uint32_t row, std::vector<Row>&). Threads are split into contiguous tid
-// ranges of about equal row counts, one per connection, and each range is read in (tid, ts_min)
-// order, so the result comes out sorted by (tid, ts) whenever a thread's chunks do not overlap in
-// time (the usual case), and prepare_rows' sort finds nothing to do.
+// each(const Chunk&, uint32_t row, PartRows<Row>&), which appends what it keeps. Threads are
+// split into contiguous tid ranges of about equal row counts, one per connection, and each range
+// is read in (tid, ts_min) order, so the result comes out sorted by (tid, ts) whenever a thread's
+// chunks do not overlap in time (the usual case), and prepare_rows' sort finds nothing to do.
+// `part_start`, when given, receives where each part's rows begin in `out`.
 template <class Row, class Fn>
 Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t from, int64_t to,
-                   Fn each, std::vector<Row>& out) {
+                   Keep keep, Fn each, std::vector<Row>& out,
+                   std::vector<size_t>* part_start = nullptr) {
   const std::string chunks = table.chunks();
   const std::string where = " WHERE end_max >= ?1 AND ts_min < ?2";
   std::vector<std::pair<int64_t, int64_t>> per_tid;  // (tid, rows) ascending by tid
@@ -67,6 +91,7 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
         total += q.i64(1);
       },
       {from, to});
+  if (part_start) part_start->clear();
   if (!st || per_tid.empty()) return st;
   // [first tid, last tid] per part, and the rows it may keep (for one allocation).
   struct Part {
@@ -81,20 +106,14 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
     parts.back().hi = tid;
     parts.back().rows += rows;
   }
-  // Every part decodes straight into its own slice of `out` (sized for all rows the parts may
-  // keep), and the slices are closed up afterwards: no per-part vectors to grow and copy.
-  struct Slice {
-    Row* at;
-    size_t n = 0;
-    void push_back(const Row& r) { at[n++] = r; }
-  };
   const size_t base = out.size();
-  out.resize(base + static_cast<size_t>(total));
-  std::vector<Slice> got;
+  if (keep == Keep::Most) grow_parallel(out, static_cast<size_t>(total));
+  std::vector<PartRows<Row>> got(parts.size());
   size_t offset = base;
-  for (const Part& p : parts) {
-    got.push_back({out.data() + offset});
-    offset += static_cast<size_t>(p.rows);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    got[k].part = k;
+    if (keep == Keep::Most) got[k].at = out.data() + offset;
+    offset += static_cast<size_t>(parts[k].rows);
   }
   std::vector<Status> status(parts.size());
   const std::string sql = "SELECT data, rows FROM " + chunks + where +
@@ -115,7 +134,7 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
         status[k] = d;
         return;
       }
-      if (c.rows != q.i64(1)) {  // the slice was sized from the rows column
+      if (c.rows != q.i64(1)) {  // the parts were sized from the rows column
         status[k] = Error{"corrupt event chunk in the trace file: " + chunks + " says " +
                               std::to_string(q.i64(1)) + " rows, its data holds " +
                               std::to_string(c.rows),
@@ -135,14 +154,43 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
       out.resize(base);
       return s;
     }
+  // Close up the parts: each one's rows follow the previous one's.
   size_t end = base;
-  for (const Slice& g : got) {
-    if (g.at != out.data() + end) std::move(g.at, g.at + g.n, out.data() + end);
-    end += g.n;
+  for (const PartRows<Row>& g : got) {
+    if (part_start) part_start->push_back(end);
+    if (keep == Keep::Few) {
+      out.insert(out.end(), g.own.begin(), g.own.end());
+    } else if (g.at != out.data() + end) {
+      std::move(g.at, g.at + g.n, out.data() + end);
+    }
+    end += g.size();
   }
   out.resize(end);
   return {};
 }
+
+// The CallExt of the calls a scan keeps, held per part until the rows have their final places.
+class PendingExt {
+ public:
+  explicit PendingExt(size_t parts) : parts_(parts) {}
+  void add(const PartRows<CallRow>& part, const CallExt& e) {
+    parts_[part.part].emplace_back(part.size(), e);
+  }
+  // Moves them to rows.call_ext and points each of `calls` (placed by scan_chunks at
+  // `part_start`) at its own.
+  void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start,
+              TraceRows& rows) {
+    for (size_t k = 0; k < part_start.size(); ++k) {
+      for (const auto& [row, e] : parts_[k]) {
+        calls[part_start[k] + row].ext = static_cast<uint32_t>(rows.call_ext.size());
+        rows.call_ext.push_back(e);
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::pair<size_t, CallExt>>> parts_;  // (row in its part, ext)
+};
 
 Status load_lookups(sqlite3* db, TraceRows& rows) {
   Status st = each_row(db, "SELECT id, name, category FROM apis", "apis", [&](Query& q) {
@@ -182,6 +230,15 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
     st = each_row(db, "SELECT source, count FROM event_counts ORDER BY source", "event_counts",
                   [&](Query& q) {
                     rows.event_counts.emplace_back(q.text(0), static_cast<uint64_t>(q.i64(1)));
+                  });
+    if (!st) return st;
+  }
+  if (has_table(db, "probe_families")) {
+    st = each_row(db,
+                  "SELECT family, state, coalesce(detail, '') FROM probe_families "
+                  "WHERE state <> 'on' ORDER BY family",
+                  "probe_families", [&](Query& q) {
+                    rows.families_off.push_back({q.text(0), q.text(1), q.text(2)});
                   });
   }
   return st;
@@ -287,50 +344,62 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   const int64_t from = rows.window.start_ns, to = rows.window.end_ns;
 
-  // One pass over api_calls: a call belongs to the window it starts in, and allocations before
-  // the window are kept too, since pinned host buffers are usually allocated once, long before
-  // the window looked at (so chunks before the window are decoded as well).
+  // A call belongs to the window it starts in. Allocations and frees before the window are kept
+  // too (memory_calls): pinned host buffers are usually allocated once, long before the window.
   std::vector<uint8_t> is_memory_api(rows.apis.size(), 0);
   for (size_t id = 0; id < rows.apis.size(); ++id) {
     const Category c = rows.apis[id].cat;
     is_memory_api[id] = c == Category::Alloc || c == Category::Free;
   }
+  auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");
   ScanPool pool(db, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   const Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
                  c_addr = ac["addr"], c_addr2 = ac["addr2"];
+  auto keep_call = [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out,
+                       PendingExt& pending) {
+    CallRow c;
+    c.ts = k.value(c_ts, r);
+    c.dur = k.value(c_dur, r);
+    c.pid = static_cast<uint32_t>(k.value(c_pid, r));
+    c.tid = static_cast<uint32_t>(k.value(c_tid, r));
+    c.api = static_cast<uint16_t>(k.value(c_api, r));
+    c.dir = k.is_null(c_op, r)
+                ? int8_t{-1}
+                : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
+    const CallExt e =
+        make_call_ext(rows.api(c.api).cat, static_cast<uint64_t>(k.value(c_bytes, r)),
+                      static_cast<uint64_t>(k.value(c_addr, r)),
+                      static_cast<uint64_t>(k.value(c_addr2, r)),
+                      static_cast<int32_t>(k.value(c_ret, r)));
+    if (!e.empty()) pending.add(out, e);
+    out.push_back(c);
+  };
+  std::vector<size_t> part_start;
+  PendingExt window_ext(pool.size());
   st = scan_chunks(
-      pool, *ac.table, INT64_MIN, to,
-      [&](const store::Chunk& k, uint32_t r, auto& out) {
-        CallRow c;
-        c.ts = k.value(c_ts, r);
-        if (c.ts >= to) return;
-        c.pid = static_cast<uint32_t>(k.value(c_pid, r));
-        if (!wanted.empty() && !wanted.count(c.pid)) return;
-        c.api = static_cast<uint16_t>(k.value(c_api, r));
-        if (c.ts < from && !(c.api < is_memory_api.size() && is_memory_api[c.api])) return;
-        c.dur = k.value(c_dur, r);
-        c.tid = static_cast<uint32_t>(k.value(c_tid, r));
-        c.ret = static_cast<int32_t>(k.value(c_ret, r));
-        c.bytes = static_cast<uint64_t>(k.value(c_bytes, r));
-        c.dir = k.is_null(c_op, r) ? int8_t{-1}
-                                   : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
-        c.addr = static_cast<uint64_t>(k.value(c_addr, r));
-        c.addr2 = static_cast<uint64_t>(k.value(c_addr2, r));
-        out.push_back(c);
+      pool, *ac.table, from, to, Keep::Most,
+      [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
+        const int64_t ts = k.value(c_ts, r);
+        if (ts < from || ts >= to) return;
+        if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.value(c_pid, r)))) return;
+        keep_call(k, r, out, window_ext);
       },
-      rows.calls);
+      rows.calls, &part_start);
   if (!st) return st.error();
+  window_ext.attach(rows.calls, part_start, rows);
   timer.lap("api_calls");
-  std::vector<CallRow> early_memory;
-  auto in_window = std::stable_partition(rows.calls.begin(), rows.calls.end(),
-                                         [&](const CallRow& c) { return c.ts >= from; });
-  early_memory.assign(in_window, rows.calls.end());
-  rows.calls.erase(in_window, rows.calls.end());
+  // One pass over the window's calls: the processes that made them (a thread's calls are
+  // together: few inserts), and the allocations and frees among them.
   std::unordered_set<uint32_t> gpu_pids;
-  for (const CallRow& c : rows.calls) gpu_pids.insert(c.pid);
+  std::vector<CallRow> window_memory;
+  for (size_t i = 0; i < rows.calls.size(); ++i) {
+    const CallRow& c = rows.calls[i];
+    if (i == 0 || c.pid != rows.calls[i - 1].pid) gpu_pids.insert(c.pid);
+    if (memory_api(c.api)) window_memory.push_back(c);
+  }
   for (uint32_t pid : opt.pids) {
     if (!gpu_pids.count(pid)) {
       return Error{"pid " + std::to_string(pid) + " made no GPU API call in the window " +
@@ -351,12 +420,21 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   auto keep = [&](uint32_t pid) { return gpu_pids.count(pid) > 0; };
 
-  if (!early_memory.empty()) {
-    for (const CallRow& c : early_memory)
-      if (keep(c.pid)) rows.memory_calls.push_back(c);
-    for (const CallRow& c : rows.calls)
-      if (c.api < is_memory_api.size() && is_memory_api[c.api]) rows.memory_calls.push_back(c);
-  }
+  // The chunks before the window are decoded for their few allocations and frees.
+  PendingExt early_ext(pool.size());
+  st = scan_chunks(
+      pool, *ac.table, INT64_MIN, from, Keep::Few,
+      [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
+        if (k.value(c_ts, r) >= from || !memory_api(static_cast<uint16_t>(k.value(c_api, r))) ||
+            !keep(static_cast<uint32_t>(k.value(c_pid, r))))
+          return;
+        keep_call(k, r, out, early_ext);
+      },
+      rows.memory_calls, &part_start);
+  if (!st) return st.error();
+  early_ext.attach(rows.memory_calls, part_start, rows);
+  rows.memory_calls.insert(rows.memory_calls.end(), window_memory.begin(), window_memory.end());
+  timer.lap("allocations before the window");
 
   // Interval events overlapping the window, for the processes that made GPU calls.
   auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur) {
@@ -370,7 +448,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"];
   st = scan_chunks(
-      pool, *oc.table, from, to,
+      pool, *oc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         OffCpuRow o;
         o.pid = static_cast<uint32_t>(k.value(o_pid, r));
@@ -413,7 +491,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
                  s_nr = sc["nr"], s_ret = sc["ret"];
   st = scan_chunks(
-      pool, *sc.table, from, to,
+      pool, *sc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
         if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
@@ -427,7 +505,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
   st = scan_chunks(
-      pool, *bc.table, from, to,
+      pool, *bc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
         if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
@@ -443,7 +521,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
                  r_n = rc["nr_reclaimed"];
   st = scan_chunks(
-      pool, *rc.table, from, to,
+      pool, *rc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
         if (!keep(pid) || !overlaps(k, r, r_ts, r_dur)) return;

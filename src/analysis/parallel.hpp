@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Runs per-thread analysis work (one traced thread's joins or statistics) on every core: the
 // items are independent, and a 10-million-event trace has enough of them to keep the cores busy.
+// Also sizes the big vectors with every core taking the page faults.
 #pragma once
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -28,6 +32,29 @@ void parallel_for(size_t n, Fn fn) {
   for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
+}
+
+// Grows `v` by n default elements, their pages faulted in by every core first: a vector of
+// millions of rows costs mostly page faults, which resize() alone would take one by one here.
+template <class T>
+void grow_parallel(std::vector<T>& v, size_t n) {
+  const size_t old = v.size();
+  v.reserve(old + n);
+#ifdef MADV_POPULATE_WRITE  // Linux 5.14; elsewhere resize() faults the pages in
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(v.data() + old) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(v.data() + old + n) & ~(kPage - 1);
+  if (hi > lo + (kPage << 8)) {  // not worth threads for a megabyte
+    const size_t pieces = std::max(1u, std::thread::hardware_concurrency());
+    const uintptr_t step = ((hi - lo) / pieces + kPage - 1) & ~(kPage - 1);
+    parallel_for(pieces, [&](size_t k) {
+      const uintptr_t a = lo + k * step, b = std::min(hi, a + step);
+      // Only a head start: pages the kernel does not populate, resize() faults in.
+      if (a < b) (void)madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);
+    });
+  }
+#endif
+  v.resize(old + n);
 }
 
 }  // namespace gpuwhy::analysis

@@ -15,30 +15,45 @@ size_t nearest_rank_index(size_t n, double p) {
 }
 
 int64_t percentile(std::vector<int64_t>& v, double p) {
-  if (v.empty()) return 0;
-  const size_t k = nearest_rank_index(v.size(), p);
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
-  return v[k];
+  return v.empty() ? 0 : percentile_at(v, nearest_rank_index(v.size(), p));
 }
 
-DurStats summarize(std::vector<int64_t>& v) {
+void DurHistogram::add(const DurHistogram& other) {
+  if (other.count_ == 0) return;
+  if (counts_.empty()) counts_.assign(kBuckets, 0);
+  for (size_t b = 0; b < kBuckets; ++b) counts_[b] += other.counts_[b];
+  max_ = count_ == 0 ? other.max_ : std::max(max_, other.max_);
+  count_ += other.count_;
+  total_ += other.total_;
+}
+
+DurHistogram::Rank DurHistogram::locate(uint64_t k) const {
+  size_t b = 0;
+  while (b + 1 < counts_.size() && k >= counts_[b]) k -= counts_[b++];
+  return {b, static_cast<size_t>(k)};
+}
+
+DurStats summarize(std::span<const int64_t> v) {
   DurStats s;
-  s.count = v.size();
   if (v.empty()) return s;
-  for (int64_t d : v) s.total_ns += d;
-  // Each selection narrows the range the next one works on: the p90 lies right of the p50.
-  const size_t k50 = nearest_rank_index(v.size(), 50);
-  const size_t k90 = nearest_rank_index(v.size(), 90);
-  const size_t k99 = nearest_rank_index(v.size(), 99);
-  auto at = [&](size_t k) { return v.begin() + static_cast<ptrdiff_t>(k); };
-  std::nth_element(v.begin(), at(k50), v.end());
-  s.p50 = v[k50];
-  std::nth_element(at(k50), at(k90), v.end());
-  s.p90 = v[k90];
-  std::nth_element(at(k90), at(k99), v.end());
-  s.p99 = v[k99];
-  s.max = *std::max_element(at(k99), v.end());
+  DurHistogram h;
+  for (int64_t d : v) h.add(d);
+  s.count = h.count();
+  s.total_ns = h.total();
+  s.max = h.max();
+  for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
+    const DurHistogram::Rank r = h.locate(nearest_rank_index(v.size(), kSummaryPercentiles[i]));
+    std::vector<int64_t> in_bucket;
+    for (int64_t d : v)
+      if (DurHistogram::bucket(d) == r.bucket) in_bucket.push_back(d);
+    s.*kSummaryFields[i] = percentile_at(in_bucket, r.in_bucket);
+  }
   return s;
+}
+
+int64_t percentile_at(std::vector<int64_t>& v, size_t k) {
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
+  return v[k];
 }
 
 int64_t median_of(std::vector<int64_t> v) { return percentile(v, 50); }

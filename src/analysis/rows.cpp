@@ -5,6 +5,7 @@
 #include <span>
 
 #include "analysis/addr_ranges.hpp"
+#include "analysis/parallel.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
@@ -17,14 +18,16 @@ bool one_of(std::string_view name, std::span<const std::string_view> names) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Sorts by (tid, ts) in O(n) for the usual case: rows arrive nearly in time order, so a counting
-// pass by thread followed by a check (and a rare sort) per thread beats one big comparison sort.
 template <class Row>
-void sort_by_tid_ts(std::vector<Row>& v) {
-  auto less = [](const Row& a, const Row& b) {
-    return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts;
-  };
-  if (std::is_sorted(v.begin(), v.end(), less)) return;
+bool before_by_tid_ts(const Row& a, const Row& b) {
+  return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts;
+}
+
+// Sorts rows known not to be in (tid, ts) order, in O(n) for the usual case: rows arrive nearly
+// in time order, so a counting pass by thread followed by a check (and a rare sort) per thread
+// beats one big comparison sort.
+template <class Row>
+void regroup_by_tid_ts(std::vector<Row>& v) {
   std::vector<uint32_t> tids;
   tids.reserve(64);
   for (const Row& r : v) tids.push_back(r.tid);
@@ -42,9 +45,92 @@ void sort_by_tid_ts(std::vector<Row>& v) {
   for (size_t i = 0; i < tids.size(); ++i) {
     auto b = out.begin() + static_cast<ptrdiff_t>(start[i]);
     auto e = out.begin() + static_cast<ptrdiff_t>(start[i + 1]);
-    if (!std::is_sorted(b, e, less)) std::stable_sort(b, e, less);
+    if (!std::is_sorted(b, e, before_by_tid_ts<Row>)) std::stable_sort(b, e, before_by_tid_ts<Row>);
   }
   v = std::move(out);
+}
+
+template <class Row>
+void sort_by_tid_ts(std::vector<Row>& v) {
+  if (!std::is_sorted(v.begin(), v.end(), before_by_tid_ts<Row>)) regroup_by_tid_ts(v);
+}
+
+// What filling in a call needs to know about its API, for every apis.id: a small table read in
+// a loop over millions of calls (whose int8_t stores would make the compiler reload
+// TraceRows::apis on every one).
+class CallFiller {
+ public:
+  explicit CallFiller(const TraceRows& rows) {
+    for (size_t id = 0; id < rows.apis.size(); ++id) {
+      const ApiMeta& m = rows.api(static_cast<uint16_t>(id));
+      by_api_.push_back({m.cat, m.fixed_dir});
+    }
+  }
+  // The derived fields of a call: its category from the API where the file left it out, and
+  // the copy direction an API's name fixes.
+  void fill(CallRow& c) const {
+    const Api a = c.api < by_api_.size() ? by_api_[c.api] : Api{};
+    if (c.cat == kUnknownCategory) c.cat = a.cat;
+    if (c.cat != Category::Copy) {
+      c.dir = -1;
+    } else if (c.dir < 0 && a.fixed_dir >= 0) {
+      c.dir = a.fixed_dir;
+    }
+  }
+
+ private:
+  struct Api {
+    Category cat = kUnknownCategory;  // as ApiMeta: unknown_api_meta() for ids without a name
+    int8_t fixed_dir = -1;
+  };
+  std::vector<Api> by_api_;
+};
+
+// Fills in memory_calls (taken from the calls for hand-built rows) and sorts them by ts.
+void prepare_memory_calls(TraceRows& rows, const CallFiller& filler) {
+  for (CallRow& c : rows.memory_calls) filler.fill(c);
+  if (rows.memory_calls.empty()) {
+    // Hand-built rows: the allocations are among the calls.
+    for (CallRow c : rows.calls) {
+      filler.fill(c);
+      if (c.cat == Category::Alloc || c.cat == Category::Free) rows.memory_calls.push_back(c);
+    }
+  }
+  std::stable_sort(rows.memory_calls.begin(), rows.memory_calls.end(),
+                   [](const CallRow& a, const CallRow& b) { return a.ts < b.ts; });
+}
+
+// What the pass that fills in the calls finds on the way.
+struct FilledCalls {
+  std::vector<size_t> default_copies;  // copies whose direction their addresses must tell
+  bool sorted = true;                  // already in (tid, ts) order
+};
+
+// Fills in every call: one pass over millions of them, in pieces on every core.
+FilledCalls fill_calls(std::vector<CallRow>& calls, const CallFiller& filler) {
+  const size_t n = calls.size();
+  const size_t pieces = std::max<size_t>(1, std::min<size_t>(n / 65536, 64));
+  std::vector<FilledCalls> part(pieces);
+  parallel_for(pieces, [&](size_t k) {
+    bool sorted = true;  // a local: flags side by side in memory would bounce between cores
+    for (size_t i = n * k / pieces; i < n * (k + 1) / pieces; ++i) {
+      CallRow& c = calls[i];
+      filler.fill(c);
+      if (c.cat == Category::Copy && c.dir == static_cast<int8_t>(CopyDir::Default))
+        part[k].default_copies.push_back(i);
+      // At a piece's start this reads the previous piece's last call: its tid and ts only,
+      // which fill() leaves alone.
+      if (i > 0 && sorted) sorted = !before_by_tid_ts(c, calls[i - 1]);
+    }
+    part[k].sorted = sorted;
+  });
+  FilledCalls all;
+  for (const FilledCalls& p : part) {
+    all.default_copies.insert(all.default_copies.end(), p.default_copies.begin(),
+                              p.default_copies.end());
+    all.sorted = all.sorted && p.sorted;
+  }
+  return all;
 }
 
 }  // namespace
@@ -82,9 +168,24 @@ std::vector<ApiMeta> catalog_api_table() {
   return t;
 }
 
-const ApiMeta& TraceRows::api(uint16_t id) const {
+CallExt make_call_ext(Category cat, uint64_t bytes, uint64_t addr, uint64_t addr2, int32_t ret) {
+  const bool memory = cat == Category::Copy || cat == Category::Memset ||
+                      cat == Category::Alloc || cat == Category::Free;
+  return memory ? CallExt{bytes, addr, addr2, ret} : CallExt{bytes, 0, 0, ret};
+}
+
+const ApiMeta& unknown_api_meta() {
   static const ApiMeta unknown{"?"};
-  return id < apis.size() && !apis[id].name.empty() ? apis[id] : unknown;
+  return unknown;
+}
+
+void TraceRows::set_ext(CallRow& c, const CallExt& e) {
+  if (e.empty()) {
+    c.ext = kNoExt;
+    return;
+  }
+  c.ext = static_cast<uint32_t>(call_ext.size());
+  call_ext.push_back(e);
 }
 
 std::string_view TraceRows::string(uint32_t id) const {
@@ -119,33 +220,20 @@ std::string TraceRows::thread_name(uint32_t tid) const {
 }
 
 void prepare_rows(TraceRows& rows) {
+  if (rows.prepared) return;
   if (rows.apis.empty()) rows.apis = catalog_api_table();
-  auto fill = [&](CallRow& c) {
-    const ApiMeta& m = rows.api(c.api);
-    if (c.cat == kUnknownCategory) c.cat = m.cat;
-    if (c.cat != Category::Copy) {
-      c.dir = -1;
-    } else if (c.dir < 0 && m.fixed_dir >= 0) {
-      c.dir = m.fixed_dir;
-    }
-  };
-  for (CallRow& c : rows.calls) fill(c);
-  for (CallRow& c : rows.memory_calls) fill(c);
-  if (rows.memory_calls.empty()) {
-    // Hand-built rows: the allocations are among the calls.
-    for (const CallRow& c : rows.calls)
-      if (c.cat == Category::Alloc || c.cat == Category::Free) rows.memory_calls.push_back(c);
-  }
-  sort_by_tid_ts(rows.calls);
+  const CallFiller filler(rows);
+  prepare_memory_calls(rows, filler);
+  const FilledCalls f = fill_calls(rows.calls, filler);
+  infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
+  if (!f.sorted) regroup_by_tid_ts(rows.calls);
   sort_by_tid_ts(rows.offcpu);
   sort_by_tid_ts(rows.syscalls);
   sort_by_tid_ts(rows.block_io);
   sort_by_tid_ts(rows.reclaim);
-  std::stable_sort(rows.memory_calls.begin(), rows.memory_calls.end(),
-                   [](const CallRow& a, const CallRow& b) { return a.ts < b.ts; });
-  infer_copy_directions(rows);
   std::stable_sort(rows.tcp.begin(), rows.tcp.end(),
                    [](const TcpRetransRow& a, const TcpRetransRow& b) { return a.ts < b.ts; });
+  rows.prepared = true;
 }
 
 }  // namespace gpuwhy::analysis

@@ -19,20 +19,37 @@ namespace gpuwhy::analysis {
 // An apis.id whose category the file does not name.
 inline constexpr Category kUnknownCategory = static_cast<Category>(0);
 
-// One GPU API call (api_calls). 64 bytes: ten million of them fit in memory.
-struct CallRow {
-  int64_t ts = 0;      // entry, wall ns
-  int64_t dur = 0;     // entry -> return
+// What only some calls carry: sizes, the memory they touch, a failure. Kept aside (TraceRows::
+// call_ext) so that the ten million launches of a long trace do not each carry 28 empty bytes.
+struct CallExt {
   uint64_t bytes = 0;  // copy/memset/alloc size, collective payload; 0 when NULL
-  uint64_t addr = 0;   // copy dst, kernel, allocated/freed pointer, communicator
+  // Kept for memory operations only (copy/memset dst, allocated/freed pointer): a launch's kernel
+  // or a sync's stream is read by nothing, so it is not kept.
+  uint64_t addr = 0;
   uint64_t addr2 = 0;  // copy src
+  int32_t ret = 0;     // 0 = success
+  bool empty() const { return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0; }
+};
+
+// CallRow::ext of a call without a CallExt: all of its fields are 0.
+inline constexpr uint32_t kNoExt = UINT32_MAX;
+
+// One GPU API call (api_calls). 32 bytes, not the 56 every column would take: ten million of
+// them fit in memory, and each of the many passes over them moves 40% fewer bytes.
+struct CallRow {
+  int64_t ts = 0;   // entry, wall ns
+  int64_t dur = 0;  // entry -> return
   uint32_t pid = 0, tid = 0;
-  int32_t ret = 0;   // 0 = success
-  uint16_t api = 0;  // apis.id
+  uint32_t ext = kNoExt;  // index into TraceRows::call_ext (TraceRows::ext reads it)
+  uint16_t api = 0;       // apis.id
   Category cat = kUnknownCategory;
   int8_t dir = -1;  // CopyDir of a copy (after inference), -1 when unknown / not a copy
   int64_t end() const { return ts + dur; }
 };
+static_assert(sizeof(CallRow) == 32, "CallRow is sized for ten million rows in memory");
+
+// The CallExt of a call of category `cat`: its addresses are kept for memory operations only.
+CallExt make_call_ext(Category cat, uint64_t bytes, uint64_t addr, uint64_t addr2, int32_t ret);
 
 // One off-CPU interval (offcpu). `other_*` is who took the CPU for a preemption and who woke the
 // thread for a blocked interval: the two questions explain asks of each kind.
@@ -122,6 +139,9 @@ struct LossRow {
   uint64_t count = 0;
 };
 
+// What TraceRows::api answers for an id the file does not name: "?", of no category.
+const ApiMeta& unknown_api_meta();
+
 // Everything one explain run reads, for one window. Event vectors are sorted by (tid, ts) once
 // loaded (sort_rows); calls, offcpu, syscalls, block_io and reclaim hold only the processes that
 // made GPU API calls in the window, tcp holds every retransmit in the window.
@@ -137,18 +157,37 @@ struct TraceRows {
   std::vector<ThreadRow> threads;
   std::vector<LossRow> losses;
   std::vector<std::pair<std::string, uint64_t>> event_counts;
+  // Kernel probe families that were not on (probe_families: family, state, detail); empty when
+  // all were, or when the file predates the table.
+  struct FamilyOff {
+    std::string family, state, detail;
+  };
+  std::vector<FamilyOff> families_off;
 
   std::vector<CallRow> calls;
   // Allocation and free calls from the start of the trace to the window's end (any thread, sorted
   // by ts): pinned host buffers are usually allocated once, long before the window looked at.
   std::vector<CallRow> memory_calls;
+  // The CallExt of calls and memory_calls that have one (CallRow::ext), in no particular order.
+  std::vector<CallExt> call_ext;
   std::vector<OffCpuRow> offcpu;
   std::vector<SyscallRow> syscalls;
   std::vector<BlockIoRow> block_io;
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
 
-  const ApiMeta& api(uint16_t id) const;
+  bool prepared = false;  // prepare_rows has run (set by it)
+
+  // Inline: the joins and statistics ask it for every one of millions of calls.
+  const ApiMeta& api(uint16_t id) const {
+    return id < apis.size() && !apis[id].name.empty() ? apis[id] : unknown_api_meta();
+  }
+  const CallExt& ext(const CallRow& c) const {
+    static constexpr CallExt kNone;
+    return c.ext == kNoExt ? kNone : call_ext[c.ext];
+  }
+  // Gives `c` the extra fields `e` (a CallExt of its own; none when `e` is empty).
+  void set_ext(CallRow& c, const CallExt& e);
   std::string_view api_name(uint16_t id) const { return api(id).name; }
   std::string_view string(uint32_t id) const;
   std::string syscall_name(uint32_t nr) const;
@@ -159,8 +198,8 @@ struct TraceRows {
 };
 
 // Fills the derived fields the file does not store (category, copy direction from the API's
-// name) and sorts every event vector by (tid, ts). Idempotent; the loader calls it, hand-built
-// rows in tests call it too.
+// name), sorts every event vector by (tid, ts) and sets `prepared`. Idempotent; the loader calls
+// it, hand-built rows in tests call it too, and analyze() calls it for rows not yet prepared.
 void prepare_rows(TraceRows& rows);
 
 // ApiMeta for one apis row (name + category text), the catalogue filling what the row leaves out.

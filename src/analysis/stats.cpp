@@ -5,57 +5,163 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <span>
 
 namespace gpuwhy::analysis {
 namespace {
 
+// One thread's calls of one operation. The first pass over its calls counts their durations
+// by bucket; the second keeps the durations of the buckets where a percentile of a scope the
+// thread is in (itself, its process, the trace) falls, to select it among them.
 struct OpAcc {
-  std::vector<int64_t> durs;
+  uint16_t api = 0;
+  DurHistogram hist;
   uint64_t errors = 0, bytes = 0;
+  std::vector<size_t> wanted;              // buckets whose durations the second pass keeps
+  std::vector<uint8_t> wanted_index;       // bucket -> 1 + index into `wanted`; 0: not wanted
+  std::vector<std::vector<int64_t>> kept;  // the durations of each wanted bucket
+
+  void want(size_t bucket) {
+    if (wanted_index.empty()) wanted_index.assign(DurHistogram::kBuckets, 0);
+    if (wanted_index[bucket] != 0) return;
+    wanted.push_back(bucket);  // at most 3 percentiles x 3 scopes: fits the uint8_t index
+    wanted_index[bucket] = static_cast<uint8_t>(wanted.size());
+    kept.emplace_back();
+  }
+  void keep(int64_t dur) {
+    if (wanted.empty()) return;
+    if (const uint8_t i = wanted_index[DurHistogram::bucket(dur)]) kept[i - 1].push_back(dur);
+  }
+  std::span<const int64_t> kept_in(size_t bucket) const {
+    const uint8_t i = wanted_index.empty() ? 0 : wanted_index[bucket];
+    return i ? std::span<const int64_t>(kept[i - 1]) : std::span<const int64_t>();
+  }
 };
 
-using OpAccs = std::map<uint16_t, OpAcc>;
+// One thread's operations, by api.
+struct ThreadOps {
+  std::vector<OpAcc> ops;     // ascending api
+  std::vector<int32_t> slot;  // api -> index into ops, -1 when the thread never called it
 
-// Reorders each durs vector (percentiles are selected in place); the values stay, so the
-// accumulators can still be merged afterwards.
-std::vector<OpStats> finish_ops(const TraceRows& rows, OpAccs& acc) {
-  std::vector<OpStats> out;
-  out.reserve(acc.size());
-  for (auto& [api, a] : acc) {
-    OpStats s;
-    s.api = api;
-    s.name = std::string(rows.api_name(api));
-    s.cat = rows.api(api).cat;
-    s.errors = a.errors;
-    s.bytes = a.bytes;
-    s.dur = summarize(a.durs);
-    out.push_back(std::move(s));
+  const OpAcc* find(uint16_t api) const {
+    return api < slot.size() && slot[api] >= 0 ? &ops[static_cast<size_t>(slot[api])] : nullptr;
   }
-  std::sort(out.begin(), out.end(), [](const OpStats& a, const OpStats& b) {
-    return a.dur.total_ns != b.dur.total_ns ? a.dur.total_ns > b.dur.total_ns : a.name < b.name;
-  });
+};
+
+// The first pass over a thread's calls.
+ThreadOps count_ops(const TraceRows& rows, const ThreadSummary& t) {
+  ThreadOps out;
+  std::vector<OpAcc> by_api(rows.apis.size());
+  std::vector<uint8_t> seen(rows.apis.size());
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    const CallRow& c = rows.calls[i];
+    if (c.api >= by_api.size()) {
+      by_api.resize(c.api + 1u);
+      seen.resize(c.api + 1u);
+    }
+    OpAcc& a = by_api[c.api];
+    seen[c.api] = 1;
+    a.hist.add(c.dur);
+    if (c.ext == kNoExt) continue;
+    const CallExt& e = rows.ext(c);
+    if (e.ret != 0) ++a.errors;
+    a.bytes += e.bytes;
+  }
+  out.slot.assign(by_api.size(), -1);
+  for (size_t api = 0; api < by_api.size(); ++api) {
+    if (!seen[api]) continue;
+    out.slot[api] = static_cast<int32_t>(out.ops.size());
+    out.ops.push_back(std::move(by_api[api]));
+    out.ops.back().api = static_cast<uint16_t>(api);
+  }
   return out;
 }
 
-void add(OpAccs& acc, const CallRow& c) {
-  OpAcc& a = acc[c.api];
-  a.durs.push_back(c.dur);
-  if (c.ret != 0) ++a.errors;
-  a.bytes += c.bytes;
+// The second pass over a thread's calls.
+void keep_wanted(const TraceRows& rows, const ThreadSummary& t, ThreadOps& ops) {
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    const CallRow& c = rows.calls[i];
+    ops.ops[static_cast<size_t>(ops.slot[c.api])].keep(c.dur);
+  }
 }
 
-// The accumulators of several threads as one (a process's, the whole trace's).
-OpAccs merged(const std::vector<const OpAccs*>& parts) {
-  OpAccs out;
-  for (const OpAccs* p : parts) {
-    for (const auto& [api, a] : *p) {
-      OpAcc& o = out[api];
-      o.durs.insert(o.durs.end(), a.durs.begin(), a.durs.end());
-      o.errors += a.errors;
-      o.bytes += a.bytes;
+// One operation over a scope (a set of threads) between the two passes: everything but the
+// percentiles, and where they are.
+struct PlannedOp {
+  uint16_t api = 0;
+  DurStats dur;  // count, total and max
+  uint64_t errors = 0, bytes = 0;
+  DurHistogram::Rank at[std::size(kSummaryPercentiles)];
+};
+
+// Plans the operations of `scope` (indexes into `threads`) and marks the buckets its
+// percentiles fall in as wanted by each of its threads.
+std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const size_t> scope) {
+  std::map<uint16_t, std::vector<OpAcc*>> by_api;
+  for (size_t k : scope)
+    for (OpAcc& a : threads[k].ops) by_api[a.api].push_back(&a);
+  std::vector<PlannedOp> out;
+  for (const auto& [api, parts] : by_api) {
+    DurHistogram sum;
+    if (parts.size() > 1)
+      for (const OpAcc* a : parts) sum.add(a->hist);
+    const DurHistogram& h = parts.size() > 1 ? sum : parts.front()->hist;
+    PlannedOp op;
+    op.api = api;
+    op.dur.count = h.count();
+    op.dur.total_ns = h.total();
+    op.dur.max = h.max();
+    for (const OpAcc* a : parts) {
+      op.errors += a->errors;
+      op.bytes += a->bytes;
     }
+    for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
+      op.at[i] = h.locate(nearest_rank_index(h.count(), kSummaryPercentiles[i]));
+      for (OpAcc* a : parts) a->want(op.at[i].bucket);
+    }
+    out.push_back(op);
   }
+  return out;
+}
+
+// Most total time first; ties by name, so the order never depends on the input's.
+void sort_ops(std::vector<OpStats>& ops) {
+  std::sort(ops.begin(), ops.end(), [](const OpStats& a, const OpStats& b) {
+    return a.dur.total_ns != b.dur.total_ns ? a.dur.total_ns > b.dur.total_ns : a.name < b.name;
+  });
+}
+
+// The scope's operations once the second pass kept the wanted durations: each percentile is
+// selected among its bucket's durations, gathered from the scope's threads.
+std::vector<OpStats> finish_ops(const TraceRows& rows, const std::vector<ThreadOps>& threads,
+                                std::span<const size_t> scope, std::vector<PlannedOp>& planned) {
+  std::vector<OpStats> out;
+  out.reserve(planned.size());
+  std::vector<int64_t> v;
+  for (PlannedOp& op : planned) {
+    for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
+      v.clear();
+      for (size_t k : scope) {
+        if (const OpAcc* a = threads[k].find(op.api)) {
+          const std::span<const int64_t> kept = a->kept_in(op.at[i].bucket);
+          v.insert(v.end(), kept.begin(), kept.end());
+        }
+      }
+      op.dur.*kSummaryFields[i] = percentile_at(v, op.at[i].in_bucket);
+    }
+    OpStats s;
+    s.api = op.api;
+    s.name = std::string(rows.api_name(op.api));
+    s.cat = rows.api(op.api).cat;
+    s.dur = op.dur;
+    s.errors = op.errors;
+    s.bytes = op.bytes;
+    out.push_back(std::move(s));
+  }
+  sort_ops(out);
   return out;
 }
 
@@ -79,6 +185,43 @@ RateDrop drop_of(const RateSeries& s, double min_drop) {
   return d;
 }
 
+bool is_launch(const CallRow& c) { return c.cat == Category::Launch || c.cat == Category::Graph; }
+
+// The launch rate of one process (its threads: indexes into joins.threads), or its call rate
+// when it made fewer than 20 launches; none under 20 calls. A thread's calls are in time order,
+// so the span comes from the ends of its calls and the one full pass over them is the counting.
+std::optional<RateSeries> rate_series(const TraceRows& rows, const Joins& joins,
+                                      const std::vector<size_t>& threads, double min_drop) {
+  uint64_t launches = 0, calls = 0;
+  for (size_t k : threads) {
+    const ThreadSummary& t = joins.threads[k];
+    calls += t.calls();
+    for (size_t c = t.call_begin; c < t.call_end && launches < 20; ++c)
+      launches += is_launch(rows.calls[c]);
+  }
+  const bool use_launches = launches >= 20;
+  if (!use_launches && calls < 20) return std::nullopt;
+  auto counted = [&](const CallRow& c) { return !use_launches || is_launch(c); };
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t k : threads) {
+    const ThreadSummary& t = joins.threads[k];
+    const auto first = rows.calls.begin() + static_cast<ptrdiff_t>(t.call_begin);
+    const auto last = rows.calls.begin() + static_cast<ptrdiff_t>(t.call_end);
+    if (auto it = std::find_if(first, last, counted); it != last) lo = std::min(lo, it->ts);
+    const auto rfirst = std::make_reverse_iterator(last), rlast = std::make_reverse_iterator(first);
+    if (auto it = std::find_if(rfirst, rlast, counted); it != rlast) hi = std::max(hi, it->ts);
+  }
+  RateSeries s = empty_rate_series(rows.window.start_ns, lo, hi);
+  for (size_t k : threads) {
+    const ThreadSummary& t = joins.threads[k];
+    for (size_t c = t.call_begin; c < t.call_end; ++c)
+      if (counted(rows.calls[c])) s.add(rows.calls[c].ts);
+  }
+  s.what = use_launches ? "launches" : "calls";
+  s.drop = drop_of(s, min_drop);
+  return s;
+}
+
 }  // namespace
 
 double RateSeries::rate(size_t i) const {
@@ -96,8 +239,13 @@ int64_t choose_interval(int64_t span_ns, int max_intervals) {
   return kSteps[std::size(kSteps) - 1];
 }
 
-RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,
-                            int64_t span_end) {
+void RateSeries::add(int64_t t) {
+  if (t < start_ns) return;
+  const size_t i = static_cast<size_t>((t - start_ns) / interval_ns);
+  if (i < counts.size()) ++counts[i];
+}
+
+RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span_end) {
   RateSeries s;
   s.interval_ns = choose_interval(span_end - span_start);
   const int64_t w = s.interval_ns;
@@ -111,11 +259,13 @@ RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, i
     const int64_t b = s.start_ns + static_cast<int64_t>(i) * w;
     s.covered_ns[i] = overlap_ns(b, b + w, span_start, span_end);
   }
-  for (int64_t t : ts) {
-    if (t < s.start_ns) continue;
-    const size_t i = static_cast<size_t>((t - s.start_ns) / w);
-    if (i < n) ++s.counts[i];
-  }
+  return s;
+}
+
+RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,
+                            int64_t span_end) {
+  RateSeries s = empty_rate_series(origin_ns, span_start, span_end);
+  for (int64_t t : ts) s.add(t);
   return s;
 }
 
@@ -159,15 +309,29 @@ RateDrop find_rate_drop(const std::vector<double>& rates, double min_drop) {
 Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) {
   Stats st;
   st.calls = rows.calls.size();
-  // Threads come from the joins (already one per tid, with their call ranges): each thread's
-  // durations are collected once, and processes and the whole trace merge them.
+  // Threads come from the joins (already one per tid, with their call ranges). Every scope's
+  // percentiles (each thread, each process, the trace) come from two passes over each thread's
+  // calls: bucket counts, then the durations of the buckets the percentiles fall in.
   const size_t nt = joins.threads.size();
-  std::vector<OpAccs> accs(nt);
-  std::vector<ThreadStats> threads(nt);
-  parallel_for(nt, [&](size_t k) {
+  std::vector<ThreadOps> ops(nt);
+  parallel_for(nt, [&](size_t k) { ops[k] = count_ops(rows, joins.threads[k]); });
+  std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
+  std::vector<size_t> all(nt);
+  for (size_t k = 0; k < nt; ++k) {
+    threads_of[joins.threads[k].pid].push_back(k);
+    all[k] = k;
+  }
+  std::vector<std::vector<PlannedOp>> thread_plan(nt);
+  for (size_t k = 0; k < nt; ++k) thread_plan[k] = plan_ops(ops, std::span(&all[k], 1));
+  std::map<uint32_t, std::vector<PlannedOp>> process_plan;
+  for (const auto& [pid, ks] : threads_of) process_plan[pid] = plan_ops(ops, ks);
+  std::vector<PlannedOp> trace_plan = plan_ops(ops, all);
+  parallel_for(nt, [&](size_t k) { keep_wanted(rows, joins.threads[k], ops[k]); });
+
+  std::map<uint32_t, ProcessStats> procs;
+  for (size_t k = 0; k < nt; ++k) {
     const ThreadSummary& t = joins.threads[k];
-    for (size_t i = t.call_begin; i < t.call_end; ++i) add(accs[k], rows.calls[i]);
-    ThreadStats& ts = threads[k];
+    ThreadStats ts;
     ts.pid = t.pid;
     ts.tid = t.tid;
     ts.comm = rows.thread_name(t.tid);
@@ -176,13 +340,7 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
     ts.last_ns = t.last_ns;
     ts.api_ns = t.api_ns;
     ts.off = t.off;
-    ts.ops = finish_ops(rows, accs[k]);
-  });
-  std::map<uint32_t, ProcessStats> procs;
-  std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
-  for (size_t k = 0; k < nt; ++k) {
-    const ThreadSummary& t = joins.threads[k];
-    threads_of[t.pid].push_back(k);
+    ts.ops = finish_ops(rows, ops, std::span(&all[k], 1), thread_plan[k]);
     ProcessStats& p = procs[t.pid];
     if (p.calls == 0) {
       p.pid = t.pid;
@@ -190,64 +348,33 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
       p.first_ns = t.first_ns;
       p.last_ns = t.last_ns;
     }
-    p.calls += threads[k].calls;
-    p.api_ns += threads[k].api_ns;
+    p.calls += ts.calls;
+    p.api_ns += ts.api_ns;
     p.first_ns = std::min(p.first_ns, t.first_ns);
     p.last_ns = std::max(p.last_ns, t.last_ns);
-    p.threads.push_back(std::move(threads[k]));
+    p.threads.push_back(std::move(ts));
   }
-  std::vector<ProcessStats*> plist;
-  for (auto& [pid, p] : procs) plist.push_back(&p);
-  parallel_for(plist.size(), [&](size_t i) {
-    ProcessStats& p = *plist[i];
+  for (auto& [pid, p] : procs) {
     std::sort(p.threads.begin(), p.threads.end(), [](const ThreadStats& a, const ThreadStats& b) {
       return a.calls != b.calls ? a.calls > b.calls : a.tid < b.tid;
     });
-    if (p.threads.size() == 1) {
-      p.ops = p.threads[0].ops;  // the common case: nothing to merge
-    } else {
-      std::vector<const OpAccs*> parts;
-      for (size_t k : threads_of[p.pid]) parts.push_back(&accs[k]);
-      OpAccs all = merged(parts);
-      p.ops = finish_ops(rows, all);
-    }
-  });
-  for (auto& [pid, p] : procs) st.processes.push_back(std::move(p));
+    p.ops = finish_ops(rows, ops, threads_of[pid], process_plan[pid]);
+    st.processes.push_back(std::move(p));
+  }
   std::sort(st.processes.begin(), st.processes.end(),
             [](const ProcessStats& a, const ProcessStats& b) {
               return a.calls != b.calls ? a.calls > b.calls : a.pid < b.pid;
             });
-  if (st.processes.size() == 1) {
-    st.ops = st.processes[0].ops;
-  } else {
-    std::vector<const OpAccs*> parts;
-    for (const OpAccs& a : accs) parts.push_back(&a);
-    OpAccs all = merged(parts);
-    st.ops = finish_ops(rows, all);
-  }
+  st.ops = finish_ops(rows, ops, all, trace_plan);
   // Launch rate per process, over the process's active span.
   st.rates.resize(st.processes.size());
   parallel_for(st.processes.size(), [&](size_t i) {
     const ProcessStats& p = st.processes[i];
-    std::vector<int64_t> launches, calls;
-    for (size_t k : threads_of[p.pid]) {
-      const ThreadSummary& t = joins.threads[k];
-      for (size_t c = t.call_begin; c < t.call_end; ++c) {
-        const CallRow& row = rows.calls[c];
-        calls.push_back(row.ts);
-        if (row.cat == Category::Launch || row.cat == Category::Graph) launches.push_back(row.ts);
-      }
+    if (auto s = rate_series(rows, joins, threads_of[p.pid], min_drop)) {
+      s->pid = p.pid;
+      s->comm = p.comm;
+      st.rates[i] = std::move(*s);
     }
-    const bool use_launches = launches.size() >= 20;
-    const std::vector<int64_t>& ts = use_launches ? launches : calls;
-    if (ts.size() < 20) return;
-    const auto [lo, hi] = std::minmax_element(ts.begin(), ts.end());
-    RateSeries s = make_rate_series(ts, rows.window.start_ns, *lo, *hi);
-    s.pid = p.pid;
-    s.comm = p.comm;
-    s.what = use_launches ? "launches" : "calls";
-    s.drop = drop_of(s, min_drop);
-    st.rates[i] = std::move(s);
   });
   // Processes with too few calls for a rate leave an empty slot.
   st.rates.erase(std::remove_if(st.rates.begin(), st.rates.end(),

@@ -64,6 +64,7 @@ struct RateSeries {
   std::vector<int64_t> covered_ns;  // part of each interval inside the active span
   RateDrop drop;
   double rate(size_t i) const;  // per second, over the covered part
+  void add(int64_t t);          // counts one event at wall time t (outside the series: ignored)
 };
 
 struct Stats {
@@ -78,6 +79,9 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop =
 
 // A round interval (10 ms .. 1 h) giving at most `max_intervals` over `span_ns`.
 int64_t choose_interval(int64_t span_ns, int max_intervals = 30);
+
+// The intervals of a series over [span_start, span_end], every count 0 (RateSeries::add counts).
+RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span_end);
 
 // Builds a series from event times (any order) over [span_start, span_end].
 RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpuwhy trace`: flags -> TraceOptions -> run_trace (trace_session.cpp).
+#include <algorithm>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -20,6 +21,7 @@ struct TraceFlags {
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
   bool no_host_libs = false;
+  std::vector<std::string> without;
   bool quiet = false;
   std::string ready_file;
 };
@@ -41,6 +43,12 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_flag("--stacks", flags->stacks, "Capture the user stack of every GPU API call");
   cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
   cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
+  cmd->add_option("--without", flags->without,
+                  "Leave out a kernel probe family (repeatable or comma-separated): syscalls, "
+                  "block-io, tcp, reclaim. Without syscalls each traced call costs less and the "
+                  "host's syscalls are not slowed, but slow syscalls are not recorded")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"syscalls", "block-io", "tcp", "reclaim"}));
   cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
   cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
   cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
@@ -65,6 +73,14 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
       opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
       opt.host_libraries = !flags->no_host_libs;
+      auto off = [&](std::string_view family) {
+        return std::find(flags->without.begin(), flags->without.end(), family) !=
+               flags->without.end();
+      };
+      opt.syscalls = !off("syscalls");
+      opt.block_io = !off("block-io");
+      opt.tcp = !off("tcp");
+      opt.reclaim = !off("reclaim");
       opt.status_line = !flags->quiet;
       opt.command_line = invocation();
       opt.ready_file = flags->ready_file;

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <set>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -135,6 +136,7 @@ class TraceSession {
   std::map<std::pair<uint64_t, uint64_t>, uint16_t> libs_;  // (dev, inode) -> libraries.id
   std::set<uint32_t> pid_filter_;
   std::multimap<SteadyClock::time_point, uint32_t> scans_due_;
+  std::set<uint32_t> dlopen_scan_due_;  // pids with a scan due (dlopen hints are coalesced)
   uint32_t probes_attached_ = 0;
 };
 
@@ -200,12 +202,19 @@ void TraceSession::scan_all() {
   for (uint32_t pid : discover::list_pids()) scan_process(pid);
 }
 
-// Exec and library-mapping hints from the kernel: look at that process soon. The mapping is still
-// being made when the hint fires, so look twice.
+// Exec and library-mapping hints from the kernel: look at that process soon. An mmap hint fires
+// while the mapping is still being made, so look twice. A dlopen hint (inode 0: which file is not
+// known) fires after the mapping; a process importing hundreds of modules sends one per dlopen,
+// so hints for a process with a scan already due are dropped.
 void TraceSession::handle_hints() {
   const auto now = SteadyClock::now();
   for (Event& ev : hints_.take()) {
     if (const auto* m = std::get_if<LibMapped>(&ev)) {
+      if (m->inode == 0) {
+        if (!dlopen_scan_due_.insert(m->pid).second) continue;
+        scans_due_.emplace(now + 20ms, m->pid);
+        continue;
+      }
       if (libs_.count({user_dev(m->dev), m->inode})) continue;
       scans_due_.emplace(now + 5ms, m->pid);
       scans_due_.emplace(now + 100ms, m->pid);
@@ -216,6 +225,7 @@ void TraceSession::handle_hints() {
   while (!scans_due_.empty() && scans_due_.begin()->first <= now) {
     const uint32_t pid = scans_due_.begin()->second;
     scans_due_.erase(scans_due_.begin());
+    dlopen_scan_due_.erase(pid);
     scan_process(pid);
   }
 }
@@ -273,6 +283,10 @@ int TraceSession::run() {
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
+  cfg.syscalls = opt_.syscalls;
+  cfg.block_io = opt_.block_io;
+  cfg.tcp = opt_.tcp;
+  cfg.reclaim = opt_.reclaim;
   auto probes = probes::Probes::load(cfg);
   if (!probes) return fail(probes.error().line());
   probes_ = std::move(probes.value());
@@ -281,6 +295,12 @@ int TraceSession::run() {
   auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, clock_));
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
+  for (const probes::FamilyState& f : probes_->family_states()) {
+    if (Status s = rec_->writer().set_probe_family(probes::host_family_name(f.family), f.state,
+                                                   f.detail);
+        !s)
+      return fail(s.error().line());
+  }
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
                                                  reader::RingReader::Options{});

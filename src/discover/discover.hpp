@@ -76,6 +76,9 @@ struct ProbeSite {
 // Every catalogue API of `family` the file exports (default version preferred), with placement.
 Result<std::vector<ProbeSite>> resolve_probe_sites(const std::string& path, Family family);
 
+// The file offset a probe on one exported function should use, with the same placement.
+Result<uint64_t> function_probe_offset(const std::string& path, std::string_view name);
+
 // ---- libraries and processes ----------------------------------------------------------------
 
 struct LibraryFile {
@@ -161,5 +164,11 @@ std::vector<std::string> library_search_dirs();
 std::vector<LibraryFile> host_gpu_libraries();
 // The same over the given directories only (not recursive).
 std::vector<LibraryFile> host_gpu_libraries(const std::vector<std::string>& dirs);
+
+// The host's C library file that exports dlopen (libc.so.6 since glibc 2.34, libdl.so.2 before),
+// resolved to its real path; an error naming the paths tried when there is none (musl, a
+// distribution layout this does not know). Processes with their own libc (containers) use
+// another file and are not covered by a probe on this one.
+Result<std::string> host_dlopen_library();
 
 }  // namespace gpuwhy::discover

@@ -184,6 +184,24 @@ std::vector<std::string> library_search_dirs() {
   return dirs;
 }
 
+Result<std::string> host_dlopen_library() {
+  static constexpr std::string_view kCandidates[] = {
+      "/lib/x86_64-linux-gnu/libc.so.6",   "/usr/lib/x86_64-linux-gnu/libc.so.6",
+      "/lib/aarch64-linux-gnu/libc.so.6",  "/usr/lib/aarch64-linux-gnu/libc.so.6",
+      "/lib64/libc.so.6",                  "/usr/lib64/libc.so.6",
+      "/lib/x86_64-linux-gnu/libdl.so.2",  "/lib64/libdl.so.2"};
+  std::string tried;
+  for (std::string_view c : kCandidates) {
+    char buf[PATH_MAX];
+    if (::realpath(std::string(c).c_str(), buf) == nullptr) continue;
+    auto elf = read_elf(buf);
+    if (elf && find_function(*elf, "dlopen") != nullptr) return std::string(buf);
+    tried += (tried.empty() ? "" : ", ") + std::string(c);
+  }
+  return Error{"no C library exporting dlopen found" + (tried.empty() ? "" : " (" + tried + ")"),
+               "libraries loaded with dlopen will be found by the periodic scan only"};
+}
+
 std::vector<LibraryFile> host_gpu_libraries(const std::vector<std::string>& dirs) {
   std::vector<LibraryFile> libs;
   std::set<std::pair<uint64_t, uint64_t>> seen;

@@ -42,6 +42,32 @@ uint32_t entry_skip_bytes(const uint8_t* code, size_t len) {
   return static_cast<uint32_t>(kEndbr64.size());
 }
 
+namespace {
+
+// Bytes to skip at `sym`'s entry in the open file `fd` (0 when not x86-64 or not certain).
+uint32_t entry_skip_of(int fd, const ElfInfo& elf, const ElfSymbol& sym) {
+  if (elf.machine != kEmX86_64) return 0;
+  std::array<uint8_t, kEntryBytes> code{};
+  const ssize_t n = ::pread(fd, code.data(), code.size(), static_cast<off_t>(sym.file_offset));
+  const uint32_t skip = n > 0 ? entry_skip_bytes(code.data(), static_cast<size_t>(n)) : 0;
+  // A symbol no longer than the skipped instruction is not a real function body: stay put.
+  return sym.size == 0 || sym.size > skip ? skip : 0;
+}
+
+}  // namespace
+
+Result<uint64_t> function_probe_offset(const std::string& path, std::string_view name) {
+  auto elf = read_elf(path);
+  if (!elf) return elf.error();
+  const ElfSymbol* sym = find_function(*elf, name);
+  if (sym == nullptr) return Error{path + " exports no function " + std::string(name)};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_error("cannot open " + path);
+  const uint64_t offset = sym->file_offset + entry_skip_of(fd, *elf, *sym);
+  ::close(fd);
+  return offset;
+}
+
 Result<std::vector<ProbeSite>> resolve_probe_sites(const std::string& path, Family family) {
   auto elf = read_elf(path);
   if (!elf) return elf.error();
@@ -58,13 +84,7 @@ Result<std::vector<ProbeSite>> resolve_probe_sites(const std::string& path, Fami
     site.api = &api;
     site.symbol_version = sym->version;
     site.symbol_offset = sym->file_offset;
-    if (elf->machine == kEmX86_64) {
-      std::array<uint8_t, kEntryBytes> code{};
-      const ssize_t n = ::pread(fd, code.data(), code.size(), static_cast<off_t>(sym->file_offset));
-      const uint32_t skip = n > 0 ? entry_skip_bytes(code.data(), static_cast<size_t>(n)) : 0;
-      // A symbol no longer than the skipped instruction is not a real function body: stay put.
-      if (sym->size == 0 || sym->size > skip) site.skipped_bytes = skip;
-    }
+    site.skipped_bytes = entry_skip_of(fd, *elf, *sym);
     sites.push_back(site);
   }
   ::close(fd);

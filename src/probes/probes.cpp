@@ -125,8 +125,8 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
       {HostFamily::Proc, pr->gw_exec, true, true},
       {HostFamily::Proc, pr->gw_fork, true, true},
       {HostFamily::Proc, pr->gw_exit, true, true},
-      // sys_enter also carries the library-mapping hint, so it is always attached.
-      {HostFamily::Syscalls, pr->gw_sys_enter, true, false},
+      // sys_enter also carries the library-mapping hint; without it, a dlopen probe gives one.
+      {HostFamily::Syscalls, pr->gw_sys_enter, cfg.syscalls, false},
       {HostFamily::Syscalls, pr->gw_sys_exit, cfg.syscalls, false},
       {HostFamily::BlockIo, pr->gw_block_issue, cfg.block_io, false},
       {HostFamily::BlockIo, pr->gw_block_complete, cfg.block_io, false},
@@ -135,7 +135,10 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
       {HostFamily::Reclaim, pr->gw_reclaim_end, cfg.reclaim, false},
   };
   for (const Entry& e : entries) {
-    if (!e.wanted) continue;
+    if (!e.wanted) {
+      note_family(e.family, "off", "left out (--without)");
+      continue;
+    }
     bpf_link* link = bpf_program__attach(e.prog);
     if (!link) {
       const int err = errno;
@@ -143,11 +146,46 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
                          std::string(host_family_name(e.family)) + "): " + std::strerror(err);
       if (e.required) return Error{what, "run 'gpuwhy check' for kernel support"};
       warnings_.push_back(what + "; that family is off for this trace");
+      note_family(e.family, "failed", what);
       continue;
     }
     links_.push_back(link);
+    note_family(e.family, "on", "");
   }
+  if (!cfg.syscalls) attach_dlopen_hint();
   return {};
+}
+
+// A family is as good as its worst program: one that failed makes it "failed" whatever the others
+// did (sys_exit without sys_enter records nothing).
+void Probes::note_family(HostFamily f, std::string state, std::string detail) {
+  for (FamilyState& s : families_) {
+    if (s.family != f) continue;
+    if (s.state == "on" && state != "on") {
+      s.state = std::move(state);
+      s.detail = std::move(detail);
+    }
+    return;
+  }
+  families_.push_back({f, std::move(state), std::move(detail)});
+}
+
+// Without sys_enter there is no mmap hint: a return probe on the host libc's dlopen tells user
+// space when a process may have loaded a GPU runtime. Not fatal: the periodic scan remains.
+void Probes::attach_dlopen_hint() {
+  auto warn = [&](const std::string& why) {
+    warnings_.push_back("no dlopen hint (" + why + "): runtimes loaded later are found by the "
+                        "periodic scan, up to 10 s late");
+  };
+  auto libc = discover::host_dlopen_library();
+  if (!libc) return warn(libc.error().what);
+  auto offset = discover::function_probe_offset(*libc, "dlopen");
+  if (!offset) return warn(offset.error().what);
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.gw_dlopen_return, -1,
+                                                   libc->c_str(), *offset, &opts);
+  if (!link) return warn(*libc + ": " + std::strerror(errno));
+  links_.push_back(link);
 }
 
 std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& lib,

@@ -34,6 +34,14 @@ struct ProbeConfig {
   bool syscalls = true, block_io = true, tcp = true, reclaim = true;
 };
 
+// What became of one host family in this trace: on, off (not asked for), or failed (with why).
+// Stored in the trace (probe_families) so an offline explain knows which evidence cannot exist.
+struct FamilyState {
+  HostFamily family;
+  std::string state;  // "on" | "off" | "failed"
+  std::string detail;
+};
+
 struct AttachedSite {
   const ApiInfo* api = nullptr;
   uint64_t offset = 0;
@@ -69,12 +77,16 @@ class Probes {
 
   // Host families that could not be attached, with the reason (reported, not fatal).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Every host family, in HostFamily order.
+  const std::vector<FamilyState>& family_states() const { return families_; }
   size_t link_count() const { return links_.size() + multi_fds_.size(); }
   bool uses_uprobe_multi() const { return multi_; }
 
  private:
   Probes() = default;
   Status attach_host_families(const ProbeConfig& cfg);
+  void attach_dlopen_hint();
+  void note_family(HostFamily f, std::string state, std::string detail);
   std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib,
                                                   uint16_t lib_id,
                                                   const std::vector<discover::ProbeSite>& sites);
@@ -83,6 +95,7 @@ class Probes {
   std::vector<int> multi_fds_;  // one entry and one return link per library
   std::vector<bpf_link*> links_;
   std::vector<std::string> warnings_;
+  std::vector<FamilyState> families_;
 };
 
 // Can this process load BPF at all? Used by check and by trace before doing any work.

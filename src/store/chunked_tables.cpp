@@ -49,6 +49,9 @@ Result<ChunkSink> ChunkSink::prepare(sqlite3* db, const ChunkedTable& table) {
                            "preparing inserts into " + table.chunks());
   if (!ins) return ins.error();
   s.insert_ = std::move(ins.value());
+  auto rollup = RollupWriter::prepare(db, table);
+  if (!rollup) return rollup.error();
+  s.rollup_ = std::move(rollup.value());
   return s;
 }
 
@@ -87,14 +90,19 @@ Status ChunkSink::write(uint64_t key, Open& open) {
     ts_min = std::min(ts_min, ts);
     end_max = std::max(end_max, ts + b.value(r, t.dur));
   }
-  const std::string blob = open.rows.encode(t.ts);  // empties the builder
-  insert_.i64(1, static_cast<int64_t>(key >> 32));
-  insert_.i64(2, static_cast<int64_t>(key & 0xffffffffu));
+  const auto pid = static_cast<int64_t>(key >> 32), tid = static_cast<int64_t>(key & 0xffffffffu);
+  // From here the rows are lost if anything fails: the caller rolls the transaction back, and
+  // with it whatever of the chunk and its rollup rows was written.
+  written_since_mark_ += n;
+  const Status rolled = rollup_.write(b, pid, tid);  // before encode() empties the builder
+  const std::string blob = open.rows.encode(t.ts);
+  if (!rolled) return rolled;
+  insert_.i64(1, pid);
+  insert_.i64(2, tid);
   insert_.i64(3, ts_min);
   insert_.i64(4, end_max);
   insert_.i64(5, n);
   sqlite3_bind_blob(insert_.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
-  written_since_mark_ += n;
   if (insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing " + t.chunks());
   return {};
 }

@@ -16,6 +16,7 @@
 
 #include "core/result.hpp"
 #include "store/chunk_codec.hpp"
+#include "store/rollups.hpp"
 #include "store/sqlite_util.hpp"
 
 namespace gpuwhy::store {
@@ -46,7 +47,8 @@ struct RowValues {
 };
 
 // Collects one table's rows per (pid, tid) and writes a chunk when one reaches kChunkRows, or
-// when flush() says so. Writes go through `db` inside the caller's transaction. Not thread-safe.
+// when flush() says so, with the chunk's rollup rows (rollups.hpp). Writes go through `db` inside
+// the caller's transaction. Not thread-safe.
 class ChunkSink {
  public:
   static Result<ChunkSink> prepare(sqlite3* db, const ChunkedTable& table);
@@ -57,7 +59,8 @@ class ChunkSink {
   Status flush(int64_t older_than_ns);
   Status flush_all() { return flush(INT64_MAX); }
   // Rows that left the buffer since the last mark(), in chunks written or failed to write: lost
-  // if the caller's transaction rolls back (as it must after an error from add/flush).
+  // if the caller's transaction rolls back (as it must after an error from add/flush), with
+  // their rollup rows.
   uint64_t written_since_mark() const { return written_since_mark_; }
   void mark() { written_since_mark_ = 0; }
   const ChunkedTable& table() const { return *table_; }
@@ -72,6 +75,7 @@ class ChunkSink {
   sqlite3* db_ = nullptr;
   const ChunkedTable* table_ = nullptr;
   Stmt insert_;
+  RollupWriter rollup_;
   std::unordered_map<uint64_t, Open> open_;  // (pid << 32 | tid) -> rows not yet written
   uint64_t written_since_mark_ = 0;
 };

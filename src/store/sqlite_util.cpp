@@ -36,6 +36,16 @@ Result<Stmt> Stmt::prepare(sqlite3* db, std::string_view sql, std::string_view w
   return Stmt(s);
 }
 
+Result<bool> has_table(sqlite3* db, std::string_view name) {
+  auto q = Stmt::prepare(db, "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?",
+                         "reading the schema");
+  if (!q) return q.error();
+  q->text(1, name);
+  const int rc = sqlite3_step(q->get());
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite_error(db, "reading the schema");
+  return rc == SQLITE_ROW;
+}
+
 std::string file_uri(const std::string& path, std::string_view query) {
   // RFC 3986 path characters pass through; '?', '#' and '%' would end or corrupt the path.
   // An absolute path gets an empty authority ("file:///a/b") so "//x" cannot read as a host.

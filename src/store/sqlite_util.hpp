@@ -60,6 +60,9 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
+// Whether the main database has a table of that name (features a file may predate).
+Result<bool> has_table(sqlite3* db, std::string_view name);
+
 // The file: URI for a path, with the characters URIs reserve percent-encoded.
 std::string file_uri(const std::string& path, std::string_view query);
 

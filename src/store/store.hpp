@@ -19,7 +19,9 @@
 
 namespace gpuwhy::store {
 
-inline constexpr int kSchemaVersion = 2;  // 2: chunked event tables (chunk_codec.hpp)
+// 2: chunked event tables (chunk_codec.hpp). The per-second rollup tables (rollups.hpp) came
+// later within 2: readers present them over the events when a file has none (install_views).
+inline constexpr int kSchemaVersion = 2;
 
 struct SessionInfo {
   std::string host, kernel, agent_version, command_line;
@@ -58,6 +60,8 @@ class TraceWriter {
   Status add_lib_probe(uint16_t lib_id, uint16_t api_id, uint64_t offset, uint32_t skipped_bytes,
                        const std::string& error);
   Status set_library_probe_counts(uint16_t lib_id, uint32_t attached, uint32_t failed);
+  // One probe_families row (family, state, detail); detail empty: NULL.
+  Status set_probe_family(std::string_view family, std::string_view state, std::string_view detail);
   Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
 
@@ -166,7 +170,8 @@ std::vector<ViewInfo> shipped_views();
 
 // Creates every shipped view, as TEMP views (readers: this build's views shadow any stored in an
 // older file) or in the database itself. The writer stores none: the views read the chunked
-// event tables, which exist only on connections gpuwhy opened (attach_chunked_tables).
+// event tables, which exist only on connections gpuwhy opened (attach_chunked_tables). With
+// `temp`, the rollup tables a file predates are presented as TEMP views over the events first.
 Status install_views(sqlite3* db, bool temp);
 
 }  // namespace gpuwhy::store

@@ -326,6 +326,19 @@ Status TraceWriter::set_library_probe_counts(uint16_t lib_id, uint32_t attached,
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing libraries");
 }
 
+Status TraceWriter::set_probe_family(std::string_view family, std::string_view state,
+                                     std::string_view detail) {
+  Impl& m = *impl_;
+  auto s = Stmt::prepare(m.db,
+                         "INSERT OR REPLACE INTO probe_families(family, state, detail) VALUES (?,?,?)",
+                         "writing probe_families");
+  if (!s) return s.error();
+  s->text(1, family);
+  s->text(2, state);
+  s->text_or_null(3, detail);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing probe_families");
+}
+
 Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns) {
   Impl& m = *impl_;
   Error err;

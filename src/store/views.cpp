@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shipped views: sql/views/v_*.sql, one "CREATE VIEW name AS ..." per file, after a header
-// comment that says what question the view answers.
+// comment that says what question the view answers. The other files there define the rollup
+// tables as views over the events, for files that predate them.
 #include <algorithm>
 #include <cctype>
 
 #include "store/embedded_sql.hpp"
+#include "store/rollups.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
@@ -47,6 +49,37 @@ std::string header_comment(std::string_view sql) {
   return out;
 }
 
+// `sql` (sql/views/<file>) with its CREATE VIEW made CREATE TEMP VIEW when `temp`.
+Result<std::string> view_sql(std::string_view sql, std::string_view file, bool temp) {
+  const size_t at = create_offset(sql);
+  if (at == std::string_view::npos)
+    return Error{"internal: sql/views/" + std::string(file) + " does not start with CREATE VIEW"};
+  std::string out(sql);
+  if (temp) out.replace(at, kCreate.size(), "CREATE TEMP VIEW ");
+  return out;
+}
+
+// A file written before the rollup tables existed gets each one as a TEMP view of the same name
+// computing its rows from the events (sql/views/<table>.sql): the views that read the rollups
+// then answer as they always did, at per-row speed.
+Status install_rollup_fallbacks(sqlite3* db) {
+  for (std::string_view table : rollup_tables()) {
+    auto stored = has_table(db, table);
+    if (!stored) return stored.error();
+    if (*stored) continue;
+    const std::string file = std::string(table) + ".sql";
+    const auto files = embedded_sql();
+    const auto f = std::find_if(files.begin(), files.end(),
+                                [&](const EmbeddedSql& e) { return e.name == file; });
+    if (f == files.end()) return Error{"internal: sql/views/" + file + " is not embedded"};
+    auto sql = view_sql(f->text, file, /*temp=*/true);
+    if (!sql) return sql.error();
+    if (auto st = exec(db, *sql, "presenting " + std::string(table) + " over the events"); !st)
+      return st;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<ViewInfo> shipped_views() {
@@ -62,14 +95,13 @@ std::vector<ViewInfo> shipped_views() {
 }
 
 Status install_views(sqlite3* db, bool temp) {
+  if (temp)
+    if (auto st = install_rollup_fallbacks(db); !st) return st;
   std::vector<std::string> pending;
   for (const ViewInfo& v : shipped_views()) {
-    const size_t at = create_offset(v.sql);
-    if (at == std::string_view::npos)
-      return Error{"internal: sql/views/" + v.name + ".sql does not start with CREATE VIEW"};
-    std::string sql(v.sql);
-    if (temp) sql.replace(at, kCreate.size(), "CREATE TEMP VIEW ");
-    pending.push_back(std::move(sql));
+    auto sql = view_sql(v.sql, v.name + ".sql", temp);
+    if (!sql) return sql.error();
+    pending.push_back(std::move(sql.value()));
   }
   // SQLite resolves a view's tables only when it is used, but refuses a view whose name is
   // taken; the loop also tolerates any future check on dependencies by retrying in rounds.

@@ -28,14 +28,16 @@ json read_json(const std::string& path) {
 }
 
 class SimRuntime : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  }
+ public:
   std::unique_ptr<store::TraceFile> open_trace(const std::string& db) {
     auto f = store::TraceFile::open(db);
     EXPECT_TRUE(f.ok()) << f.error().line();
     return f.ok() ? std::move(f.value()) : nullptr;
+  }
+
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   }
   TempDir dir;
 };
@@ -83,22 +85,51 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
 // A copy of the runtime at a path never seen before, loaded with dlopen while tracing. The agent
 // attaches within tens of milliseconds of the mapping (docs/architecture.md); calls made before
 // that are missed, so the workload waits as a framework does between import and first call.
-TEST_F(SimRuntime, LibraryCopyAtANewPathIsPickedUp) {
+// With the syscall family (default) the hint is sys_enter's mmap check; without it, a return
+// probe on libc's dlopen. Either way the workload's 100 ms linger after its calls (the process is
+// traced by then) is a slow syscall, recorded only when the family is on. The dlopen comes 600 ms
+// after start, well after the exec hint's look at the process (200 ms), so only the hint under
+// test can find the copy before its calls (the periodic scan is 10 s away).
+void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
+                               const std::vector<std::string>& flags, bool syscalls) {
   const std::string db = dir.file("t.db");
-  Agent agent(db, {"--no-host-libs"}, dir);
+  std::vector<std::string> args = {"--no-host-libs"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  Agent agent(db, args, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  RunResult w = run({workload("lib_copy"), "--delay-ms", "200", "--call-delay-ms", "300"});
+  RunResult w = run({workload("lib_copy"), "--delay-ms", "600", "--call-delay-ms", "300",
+                     "--linger-ms", "100"});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   const json first = json::parse(w.out.substr(0, w.out.find('\n')));
   const std::string copy = first["copy"].get<std::string>();
-  auto f = open_trace(db);
+  const std::string pid = std::to_string(first["pid"].get<int>());
+  auto f = t.open_trace(db);
   ASSERT_TRUE(f);
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM libraries WHERE path = '" + copy + "'"), 1)
       << agent.stderr_text();
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN libraries l ON l.id = c.lib "
                        "WHERE l.path = '" + copy + "' AND c.bytes = 777777"), 1)
       << "cudaMalloc(777777) through the copy; agent said: " << agent.stderr_text();
+  const int64_t slow_syscalls = scalar(*f, "SELECT count(*) FROM syscalls WHERE pid = " + pid);
+  if (syscalls) EXPECT_GT(slow_syscalls, 0);
+  else EXPECT_EQ(slow_syscalls, 0);
+  // The file says which evidence cannot exist, for an explain run elsewhere.
+  EXPECT_EQ(scalar(*f, std::string("SELECT count(*) FROM probe_families WHERE family = 'syscalls' "
+                                   "AND state = '") + (syscalls ? "on" : "off") + "'"),
+            1);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 6 : 5);
+  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_EQ(ex.out.find("no slow syscalls in this trace") != std::string::npos, !syscalls) << ex.out;
+}
+
+TEST_F(SimRuntime, LibraryCopyAtANewPathIsPickedUp) {
+  expect_library_copy_found(*this, dir, {}, true);
+}
+
+TEST_F(SimRuntime, LibraryCopyIsPickedUpWithoutTheSyscallFamily) {
+  expect_library_copy_found(*this, dir, {"--without", "syscalls"}, false);
 }
 
 // A deliberately tiny ring: the kernel cannot hand everything over, and says how much it dropped.

@@ -37,6 +37,7 @@ TEST(TraceFlags, BadInputGetsOneLineAndNonZeroExit) {
       {{"trace", "--duration", "soon"}, "not a duration"},
       {{"trace", "--ring-kb", "3"}, "power of two"},
       {{"trace", "--no-such-flag"}, "no-such-flag"},
+      {{"trace", "--without", "syscalls,gpu"}, "gpu"},
       {{"frobnicate"}, "frobnicate"},
   };
   for (const Case& c : cases) {

@@ -423,6 +423,23 @@ TEST(AnalysisDetectors, LossesAndIncompleteTracesAreCaveats) {
   EXPECT_EQ(r.caveats[2].kind, "no_sched");
 }
 
+TEST(AnalysisDetectors, ProbeFamiliesThatWereNotOnAreCaveats) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 1'000, 10, 9.65);
+  b.rows().families_off = {{"block_io", "failed", "cannot attach gw_block_issue: EINVAL"},
+                           {"syscalls", "off", ""}};
+  const Report r = analyze(b.build());
+  std::vector<std::string> texts;
+  for (const Caveat& c : r.caveats)
+    if (c.kind.starts_with("family_")) texts.push_back(c.kind + ": " + c.text);
+  ASSERT_EQ(texts.size(), 2u);
+  EXPECT_NE(texts[0].find("family_failed: no block I/O"), std::string::npos) << texts[0];
+  EXPECT_NE(texts[0].find("EINVAL"), std::string::npos) << texts[0];
+  EXPECT_NE(texts[1].find("family_off: no slow syscalls"), std::string::npos) << texts[1];
+  EXPECT_NE(texts[1].find("trace --without"), std::string::npos) << texts[1];
+}
+
 TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {
   std::set<std::string_view> kinds;
   for (const Detector& d : detectors()) {

@@ -45,14 +45,30 @@ TEST(AnalysisJoin, SplitsABlockedIntervalIntoSleepAndRunQueueTail) {
   EXPECT_EQ(late.wakeup, 5);
 }
 
-TEST(AnalysisJoin, SegmentsCoverage) {
-  Segments s;
-  s.v = {{0, 10}, {20, 30}, {40, 50}};
-  EXPECT_EQ(s.total(), 30);
-  EXPECT_EQ(s.covered(5, 45), 5 + 10 + 5);
-  EXPECT_EQ(s.covered(10, 20), 0);
-  EXPECT_EQ(s.covered(-5, 100), 30);
-  EXPECT_EQ(s.covered(25, 26), 1);
+TEST(AnalysisJoin, UnionOfIntervals) {
+  UnionLength u;
+  for (auto [s, e] : {std::pair{0, 10}, {5, 8}, {8, 12}, {20, 30}, {25, 25}, {40, 50}}) u.add(s, e);
+  EXPECT_EQ(u.total(), 12 + 10 + 10);
+}
+
+TEST(AnalysisJoin, CoverageOfAThreadsCalls) {
+  RowsBuilder b;
+  b.process(100, "trainer");
+  b.call(100, 100, "cudaStreamSynchronize", 0, 10 * kMs);
+  b.call(100, 100, "cudaLaunchKernel", 5, 3 * kMs);  // nested: counted once
+  b.call(100, 100, "cudaStreamSynchronize", 20, 10 * kMs);
+  b.call(100, 100, "cudaStreamSynchronize", 40, 10 * kMs);
+  const TraceRows rows = b.build();
+  const Joins j = compute_joins(rows);
+  ASSERT_EQ(j.threads.size(), 1u);
+  EXPECT_EQ(j.threads[0].api_ns, 30 * kMs);
+  CallUnion u(rows, j.threads[0]);
+  auto at = RowsBuilder::at;
+  EXPECT_EQ(u.covered(at(5), at(45)), (5 + 10 + 5) * kMs);
+  EXPECT_EQ(u.covered(at(10), at(20)), 0);
+  EXPECT_EQ(u.covered(at(10), at(100)), 20 * kMs);  // overlaps the previous query
+  EXPECT_EQ(u.covered(at(25), at(26)), 1 * kMs);
+  EXPECT_EQ(u.covered(at(60), at(70)), 0);
 }
 
 TEST(AnalysisJoin, PerCallOverlapUsesOnlyTheCallersThreadAndClips) {

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <random>
 
 #include "analysis/percentile.hpp"
 
@@ -47,6 +49,44 @@ TEST(AnalysisPercentile, TailOfAFewSlowCalls) {
   EXPECT_EQ(s.max, 2'000'000);
   v.push_back(2'000'000);  // 11 slow of 1001: the 991st value is slow
   EXPECT_EQ(percentile(v, 99), 2'000'000);
+}
+
+TEST(AnalysisPercentile, HistogramBucketsKeepTheOrder) {
+  size_t prev = 0;
+  for (int64_t v : {int64_t{-5}, int64_t{0}, int64_t{1}, int64_t{255}, int64_t{256}, int64_t{257},
+                    int64_t{511}, int64_t{512}, int64_t{1'000'000}, int64_t{1} << 40,
+                    std::numeric_limits<int64_t>::max()}) {
+    const size_t b = DurHistogram::bucket(v);
+    EXPECT_LT(b, DurHistogram::kBuckets) << v;
+    EXPECT_GE(b, prev) << v;
+    prev = b;
+  }
+  EXPECT_EQ(DurHistogram::bucket(-1), DurHistogram::bucket(std::numeric_limits<int64_t>::min()));
+  EXPECT_NE(DurHistogram::bucket(254), DurHistogram::bucket(255));  // exact below 256 ns
+}
+
+TEST(AnalysisPercentile, SummaryMatchesASortOnAnyDistribution) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<int64_t> v(1 + rng() % 5000);
+    for (int64_t& x : v) {
+      switch (rng() % 4) {
+        case 0: x = static_cast<int64_t>(rng() % 300); break;              // exact buckets
+        case 1: x = 5'000 + static_cast<int64_t>(rng() % 64); break;       // ties in one bucket
+        case 2: x = static_cast<int64_t>(rng() >> (rng() % 64)); break;    // any magnitude
+        default: x = -static_cast<int64_t>(rng() % 1000); break;           // clock skew
+      }
+    }
+    std::vector<int64_t> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const DurStats s = summarize(v);
+    EXPECT_EQ(s.count, v.size());
+    EXPECT_EQ(s.total_ns, std::accumulate(v.begin(), v.end(), int64_t{0}));
+    EXPECT_EQ(s.p50, sorted[nearest_rank_index(v.size(), 50)]);
+    EXPECT_EQ(s.p90, sorted[nearest_rank_index(v.size(), 90)]);
+    EXPECT_EQ(s.p99, sorted[nearest_rank_index(v.size(), 99)]);
+    EXPECT_EQ(s.max, sorted.back());
+  }
 }
 
 TEST(AnalysisPercentile, EmptyAndRanks) {

@@ -2,6 +2,12 @@
 // Statistics: per-operation summaries per scope, the rate series and its drop point.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+
 #include "analysis/stats.hpp"
 #include "analysis_test_util.hpp"
 
@@ -57,7 +63,7 @@ TEST(AnalysisStats, PerOperationPerProcessPerThread) {
     b.call(1, 2, "cudaMemcpyAsync", i, 20 * kUs, 1024, 1);
     b.call(5, 5, "cudaLaunchKernel", i, 5 * kUs);
   }
-  b.rows().calls.back().ret = 1;  // one failed call
+  b.failed(1);  // one failed call
   const TraceRows rows = b.build();
   const Stats st = compute_stats(rows, compute_joins(rows));
   EXPECT_EQ(st.calls, 300u);
@@ -78,6 +84,51 @@ TEST(AnalysisStats, PerOperationPerProcessPerThread) {
   EXPECT_EQ(st.ops[0].errors, 1u);
   // Process 5 has 100 launches over 99 ms: a series; process 1's launches too.
   EXPECT_EQ(st.rates.size(), 2u);
+}
+
+// Percentiles of a thread, of a process and of the trace come from bucket counts added across
+// threads: each must still be the exact nearest-rank value of its own calls.
+TEST(AnalysisStats, PercentilesOfEveryScopeAreExact) {
+  RowsBuilder b;
+  b.process(1, "a").thread(1, 2, "a-worker").process(5, "b");
+  std::mt19937_64 rng(11);
+  std::map<uint32_t, std::vector<int64_t>> by_tid;  // launch durations
+  const std::pair<uint32_t, uint32_t> threads[] = {{1, 1}, {1, 2}, {5, 5}};
+  for (int i = 0; i < 3000; ++i) {
+    for (const auto& [pid, tid] : threads) {
+      // Different spreads per thread, so the union's percentiles fall between the threads'.
+      const int64_t dur = static_cast<int64_t>(rng() % (tid * 40'000)) + (tid == 2 ? 100 : 0);
+      b.call(pid, tid, "cudaLaunchKernel", i * 0.01 + tid * 0.001, dur);
+      by_tid[tid].push_back(dur);
+    }
+  }
+  const TraceRows rows = b.build();
+  const Stats st = compute_stats(rows, compute_joins(rows));
+  auto expect_exact = [](const OpStats& op, std::vector<int64_t> durs, const std::string& scope) {
+    std::sort(durs.begin(), durs.end());
+    EXPECT_EQ(op.dur.count, durs.size()) << scope;
+    EXPECT_EQ(op.dur.total_ns, std::accumulate(durs.begin(), durs.end(), int64_t{0})) << scope;
+    EXPECT_EQ(op.dur.p50, durs[nearest_rank_index(durs.size(), 50)]) << scope;
+    EXPECT_EQ(op.dur.p90, durs[nearest_rank_index(durs.size(), 90)]) << scope;
+    EXPECT_EQ(op.dur.p99, durs[nearest_rank_index(durs.size(), 99)]) << scope;
+    EXPECT_EQ(op.dur.max, durs.back()) << scope;
+  };
+  auto concat = [&](std::initializer_list<uint32_t> tids) {
+    std::vector<int64_t> v;
+    for (uint32_t tid : tids) v.insert(v.end(), by_tid[tid].begin(), by_tid[tid].end());
+    return v;
+  };
+  ASSERT_EQ(st.ops.size(), 1u);
+  expect_exact(st.ops[0], concat({1, 2, 5}), "trace");
+  for (const ProcessStats& p : st.processes) {
+    ASSERT_EQ(p.ops.size(), 1u);
+    const std::vector<int64_t> own = p.pid == 1 ? concat({1, 2}) : concat({5});
+    expect_exact(p.ops[0], own, "pid " + std::to_string(p.pid));
+    for (const ThreadStats& t : p.threads) {
+      ASSERT_EQ(t.ops.size(), 1u);
+      expect_exact(t.ops[0], by_tid[t.tid], "tid " + std::to_string(t.tid));
+    }
+  }
 }
 
 }  // namespace

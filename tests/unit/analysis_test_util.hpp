@@ -57,11 +57,17 @@ class RowsBuilder {
     c.pid = pid;
     c.tid = tid;
     c.api = info ? info->id : 0;
-    c.bytes = bytes;
     c.dir = static_cast<int8_t>(dir);
-    c.addr = dst;
-    c.addr2 = src;
+    rows_.set_ext(c, make_call_ext(info ? info->category : kUnknownCategory, bytes, dst, src, 0));
     rows_.calls.push_back(c);
+    return *this;
+  }
+  // The last call failed with `ret`.
+  RowsBuilder& failed(int32_t ret) {
+    CallRow& c = rows_.calls.back();
+    CallExt e = rows_.ext(c);
+    e.ret = ret;
+    rows_.set_ext(c, e);
     return *this;
   }
 

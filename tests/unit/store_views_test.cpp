@@ -199,7 +199,8 @@ TEST(StoreViewsFiles, EveryViewFileIsOneDocumentedCreateView) {
     EXPECT_NE(v.sql.find("CREATE VIEW " + v.name + " AS"), std::string::npos) << v.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"v_call_offcpu", "v_call_offcpu_intervals", "v_calls",
-                                             "v_losses", "v_thread_offcpu", "v_throughput"}));
+                                             "v_losses", "v_op_totals", "v_thread_offcpu",
+                                             "v_throughput"}));
 }
 
 }  // namespace

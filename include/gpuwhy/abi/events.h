@@ -134,6 +134,7 @@ struct gw_proc_exit {
 	char comm[GW_COMM_LEN];
 };
 
+/* inode 0 (with dev 0, no name): a dlopen returned, the file is not known. */
 struct gw_lib_map {
 	struct gw_event_header hdr;
 	__u64 inode;

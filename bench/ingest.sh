@@ -45,12 +45,14 @@ TMPFS_TOO=${TMPFS_TOO:-1}
 TSV=$GW_BENCH_OUT/ingest.tsv
 echo -e "phase\tdb_dir\tlaunch_ns\tseconds\tcalibrated_per_s\tlaunches_per_s\tevents\tevents_per_s\tlost\tcpu_ns_per_event\thwm_mib\tstop_s\tfile_bytes\tbytes_per_event\twriter_disk_wait_pct\treader_queue_wait_pct\tagent_cpu_pct" >"$TSV"
 
-# sample_threads PID FILE: every 0.25 s, one line per sample: STATE:WCHAN of each thread of PID in
-# tid order (D = uninterruptible, i.e. waiting for the disk; futex_* = waiting on a lock/queue).
+# sample_threads PID FILE: every 0.25 s, one line per sample: NAME=STATE:WCHAN of each thread of
+# PID (the agent names them gpuwhy-reader, gpuwhy-writer, gpuwhy-ckpt; D = uninterruptible, i.e.
+# waiting for the disk; futex_* = waiting on a lock/queue).
 sample_threads() {
   while kill -0 "$1" 2>/dev/null; do
     for t in $(ls /proc/"$1"/task | sort -n); do
-      printf "%s:%s " "$(awk '{print $3}' /proc/"$1"/task/"$t"/stat 2>/dev/null)" \
+      printf "%s=%s:%s " "$(cat /proc/"$1"/task/"$t"/comm 2>/dev/null)" \
+        "$(awk '{print $3}' /proc/"$1"/task/"$t"/stat 2>/dev/null)" \
         "$(cat /proc/"$1"/task/"$t"/wchan 2>/dev/null)"
     done
     echo
@@ -113,10 +115,10 @@ run_at() {
   done
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
   if [ -n "$noise" ]; then kill "$noise" 2>/dev/null; wait "$noise" 2>/dev/null || true; rm -f "$dir/noise"; fi
-  # Threads in creation order: main (discovery), reader, writer.
+  # The writer in D (disk), the reader on a futex (the batch queue to the writer is full).
   local wd rq
-  wd=$(awk '{n++; if ($3 ~ /^D/) d++} END {printf "%.0f", n ? 100 * d / n : 0}' "$dir/ingest-$phase.wchan")
-  rq=$(awk '{n++; if ($2 ~ /futex/) q++} END {printf "%.0f", n ? 100 * q / n : 0}' "$dir/ingest-$phase.wchan")
+  wd=$(awk '{n++; for (i = 1; i <= NF; i++) if ($i ~ /^gpuwhy-writer=D/) d++} END {printf "%.0f", n ? 100 * d / n : 0}' "$dir/ingest-$phase.wchan")
+  rq=$(awk '{n++; for (i = 1; i <= NF; i++) if ($i ~ /^gpuwhy-reader=.*futex/) q++} END {printf "%.0f", n ? 100 * q / n : 0}' "$dir/ingest-$phase.wchan")
   rm -f "$dir/ingest-$phase.wchan"
   cpu1=$(proc_cpu_ticks "$GW_PID")
   t1w=$(date +%s%N)

@@ -59,7 +59,7 @@ Split split_preemptors(const Context& ctx, const ThreadSummary& t) {
   for (const Culprit& c : t.preemptors) {
     const std::string_view comm = ctx.rows.string(c.comm);
     const bool helper =
-        comm == "gpuwhy" || (c.pid == t.pid && !ctx.joins.thread(c.tid) && is_runtime_helper(comm));
+        is_tracer(comm) || (c.pid == t.pid && !ctx.joins.thread(c.tid) && is_runtime_helper(comm));
     (helper ? s.helpers : s.counted).push_back(c);
     if (helper) continue;
     s.preempted += c.ns;

@@ -142,12 +142,16 @@ std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int6
     const Task t =
         ctx.other(v[i].pid, v[i].tid, v[i].comm, by_thread || (own_pid && v[i].pid == own_pid));
     out += t.label();
-    if (t.comm == "gpuwhy") out += " (the tracer)";
+    if (is_tracer(t.comm)) out += " (the tracer)";
     const int64_t ns = v[i].ns + v[i].wait_ns;  // a preemptor's run-queue waits count as its own
     out += " " + fmt_duration(ns);
     if (total > 0) out += " (" + fmt_percent(static_cast<double>(ns) / total) + ")";
   }
   return out;
+}
+
+bool is_tracer(std::string_view comm) {
+  return comm == "gpuwhy" || comm.starts_with("gpuwhy-");
 }
 
 bool is_runtime_helper(std::string_view comm) {

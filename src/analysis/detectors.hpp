@@ -97,6 +97,8 @@ std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int6
 // A thread a GPU runtime starts inside the application (CUDA's event handler, the simulator's
 // device thread, HIP/ROCr and NCCL helpers), by its name.
 bool is_runtime_helper(std::string_view comm);
+// The tracer itself: "gpuwhy", or one of its named threads ("gpuwhy-reader", "gpuwhy-writer", …).
+bool is_tracer(std::string_view comm);
 // Is `nr` one of the file/disk I/O syscalls (read, write, fsync, openat, ...)?
 bool is_io_syscall(const TraceRows& rows, uint32_t nr);
 // The futex syscall number, from the file's syscall_names (202 on x86-64).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/trace_session.hpp"
 
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
@@ -308,8 +309,16 @@ int TraceSession::run() {
     return fail(s.error().line());
 
   std::atomic<bool> reader_stop{false};
-  std::thread reader_thread([&] { reader_->run(reader_stop); });
-  std::thread writer_thread([&] { writer_loop(); });
+  // Named threads: `top -H` and the agent's own off-CPU rows say which one is busy; explain
+  // recognises "gpuwhy-*" as the tracer.
+  std::thread reader_thread([&] {
+    pthread_setname_np(pthread_self(), "gpuwhy-reader");
+    reader_->run(reader_stop);
+  });
+  std::thread writer_thread([&] {
+    pthread_setname_np(pthread_self(), "gpuwhy-writer");
+    writer_loop();
+  });
 
   // Tracked before the first scan so their scheduling is recorded from the start.
   for (uint32_t pid : opt_.pids) (void)probes_->track_pid(pid);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/checkpointer.hpp"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <chrono>
@@ -15,7 +16,10 @@ std::unique_ptr<Checkpointer> Checkpointer::start(const std::string& path, int p
     sqlite3_close_v2(c->db_);
     return nullptr;
   }
-  c->thread_ = std::thread([raw = c.get(), period_ms] { raw->run(period_ms); });
+  c->thread_ = std::thread([raw = c.get(), period_ms] {
+    pthread_setname_np(pthread_self(), "gpuwhy-ckpt");
+    raw->run(period_ms);
+  });
   return c;
 }
 

@@ -120,6 +120,28 @@ TEST(AnalysisDetectors, RunQueueWaitsBehindAnIdleCpuBlameNobody) {
   EXPECT_EQ(find(r, "cpu_contention"), nullptr) << kinds(r);
 }
 
+// The tracer's own threads (named gpuwhy-reader, gpuwhy-writer, …) are the price of the trace,
+// not a co-runner to blame: listed apart, never the culprit.
+TEST(AnalysisDetectors, TheTracersOwnThreadsAreNotACulprit) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 10, 5.6);
+  for (double t = 0; t < 10'000; t += 10) {
+    b.preempt(kTrainer, kTrainer, t + 5.9, 3000 * kUs, 777, "gpuwhy-writer");
+    b.preempt(kTrainer, kTrainer, t + 8.95, 1000 * kUs, 4242, "cpu_hog");
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "cpu_contention");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->pid, 4242u);
+  bool apart = false;
+  for (const Evidence& e : c->evidence)
+    apart |= e.text.starts_with("not counted") &&
+             e.text.find("gpuwhy-writer (pid 777) (the tracer)") != std::string::npos;
+  EXPECT_TRUE(apart);
+}
+
 TEST(AnalysisDetectors, PreemptionInsideCallsIsLinkedToSlowCalls) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");

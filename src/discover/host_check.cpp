@@ -166,6 +166,9 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
     f.memlock_max = rl.rlim_max;
   }
 
+  if (auto libc = host_dlopen_library()) f.dlopen_library = *libc;
+  else f.dlopen_error = libc.error().what;
+
   std::map<std::pair<uint64_t, uint64_t>, size_t> index;
   if (opts.scan_host) {
     for (LibraryFile& lib : host_gpu_libraries()) add_library(f, index, std::move(lib), true, 0);
@@ -251,6 +254,16 @@ std::vector<Finding> evaluate(const HostFacts& f) {
   } else {
     add(Severity::Info, "memlock",
         "RLIMIT_MEMLOCK " + kib(f.memlock_cur) + ": libbpf raises it when loading the programs");
+  }
+
+  if (!f.dlopen_library.empty()) {
+    add(Severity::Info, "dlopen",
+        "dlopen in " + f.dlopen_library +
+            ": with 'trace --without syscalls', runtimes loaded later are still found at once");
+  } else if (!f.dlopen_error.empty()) {
+    add(Severity::Warning, "dlopen",
+        f.dlopen_error + ": with 'trace --without syscalls', runtimes loaded later are found by "
+                         "the exec hint or the 10 s rescan only; keep the syscall family on");
   }
 
   if (f.libraries.empty()) {

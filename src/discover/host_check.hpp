@@ -64,6 +64,9 @@ struct HostFacts {
   int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
   uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
   uint64_t memlock_max = 0;
+  // The host C library's dlopen, where `trace --without syscalls` hangs its library hint; empty
+  // with the reason in dlopen_error when there is none.
+  std::string dlopen_library, dlopen_error;
   std::vector<LibraryCheck> libraries;
   std::vector<ProcessCheck> processes;  // those that map at least one GPU library
   size_t processes_scanned = 0;

@@ -160,6 +160,26 @@ TEST(CheckVerdict, NoLibrariesIsOnlyAWarning) {
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "libraries", "wait for GPU processes"));
 }
 
+TEST(CheckVerdict, DlopenHintIsReportedAndItsAbsenceIsAWarning) {
+  HostFacts f = good_host();
+  f.dlopen_library = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  EXPECT_TRUE(has(evaluate(f), Severity::Info, "dlopen", "libc.so.6"));
+  f.dlopen_library.clear();
+  f.dlopen_error = "no C library exporting dlopen found";
+  EXPECT_TRUE(problems(f).empty());
+  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "dlopen", "keep the syscall family on"));
+}
+
+// The real host: Debian's glibc exports dlopen from libc.so.6 (2.34 and later).
+TEST(CheckFacts, ThisHostsLibcExportsDlopen) {
+  auto libc = host_dlopen_library();
+  ASSERT_TRUE(libc.ok()) << libc.error().line();
+  EXPECT_NE(libc->find("libc.so.6"), std::string::npos) << *libc;
+  auto offset = function_probe_offset(*libc, "dlopen");
+  ASSERT_TRUE(offset.ok()) << offset.error().line();
+  EXPECT_GT(*offset, 0u);
+}
+
 TEST(CheckVerdict, SkippedProcessLibrariesAreWarnings) {
   HostFacts f = good_host();
   ProcessCheck p;

@@ -90,6 +90,29 @@ static __always_inline bool gw_is_gpu_runtime(const char *n)
 }
 
 /*
+ * One library hint on the lifecycle ring for the current process. `name` is the file name
+ * (GW_LIB_NAME_LEN bytes), or NULL with inode and dev 0 when the file is not known.
+ */
+static __always_inline void gw_emit_lib_hint(__u64 pid_tgid, __u64 inode, __u32 dev,
+					     const char *name)
+{
+	struct gw_lib_map *rec = gw_reserve_lifecycle(sizeof(*rec));
+
+	if (!rec)
+		return;
+	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), pid_tgid >> 32,
+		       (__u32)pid_tgid);
+	rec->inode = inode;
+	rec->dev = dev;
+	rec->pad = 0;
+	if (name)
+		__builtin_memcpy(rec->name, name, GW_LIB_NAME_LEN);
+	else
+		__builtin_memset(rec->name, 0, GW_LIB_NAME_LEN);
+	bpf_ringbuf_submit(rec, 0);
+}
+
+/*
  * A GPU runtime mapped executable (dlopen, or a library copy at a new path): tell user space to
  * look at this process now rather than at its next periodic scan. Called from sys_enter for
  * mmap(2): fentry and LSM programs are refused on locked-down kernels, BTF tracepoints are not.
@@ -100,8 +123,7 @@ static __always_inline void gw_check_lib_mmap(struct pt_regs *regs)
 	unsigned long prot = BPF_CORE_READ(regs, dx);
 	long fd = (long)BPF_CORE_READ(regs, r8);
 	struct file **fds, *file = NULL;
-	struct gw_lib_map *rec;
-	char name[32] = {};
+	char name[GW_LIB_NAME_LEN] = {};
 	__u64 pid_tgid;
 	unsigned int max_fds;
 
@@ -119,16 +141,8 @@ static __always_inline void gw_check_lib_mmap(struct pt_regs *regs)
 	pid_tgid = bpf_get_current_pid_tgid();
 	if ((pid_tgid >> 32) == gw_cfg.self_pid)
 		return;
-	rec = gw_reserve_lifecycle(sizeof(*rec));
-	if (!rec)
-		return;
-	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), pid_tgid >> 32,
-		       (__u32)pid_tgid);
-	rec->inode = BPF_CORE_READ(file, f_inode, i_ino);
-	rec->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-	rec->pad = 0;
-	__builtin_memcpy(rec->name, name, sizeof(name));
-	bpf_ringbuf_submit(rec, 0);
+	gw_emit_lib_hint(pid_tgid, BPF_CORE_READ(file, f_inode, i_ino),
+			 BPF_CORE_READ(file, f_inode, i_sb, s_dev), name);
 }
 
 /*
@@ -140,21 +154,10 @@ static __always_inline void gw_check_lib_mmap(struct pt_regs *regs)
 SEC("uretprobe")
 int gw_dlopen_return(struct pt_regs *ctx)
 {
-	struct gw_lib_map *rec;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	if (!PT_REGS_RC(ctx) || (pid_tgid >> 32) == gw_cfg.self_pid)
-		return 0;
-	rec = gw_reserve_lifecycle(sizeof(*rec));
-	if (!rec)
-		return 0;
-	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), pid_tgid >> 32,
-		       (__u32)pid_tgid);
-	rec->inode = 0;
-	rec->dev = 0;
-	rec->pad = 0;
-	__builtin_memset(rec->name, 0, sizeof(rec->name));
-	bpf_ringbuf_submit(rec, 0);
+	if (PT_REGS_RC(ctx) && (pid_tgid >> 32) != gw_cfg.self_pid)
+		gw_emit_lib_hint(pid_tgid, 0, 0, NULL);
 	return 0;
 }
 

@@ -89,7 +89,6 @@ std::string family_evidence(std::string_view family) {
   if (family == "block_io") return "block I/O";
   if (family == "tcp") return "TCP retransmissions";
   if (family == "reclaim") return "direct-reclaim stalls";
-  if (family == "sched") return "scheduler data";
   return std::string(family) + " events";
 }
 

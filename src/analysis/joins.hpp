@@ -118,7 +118,7 @@ class RunqBlame {
   void preempted(uint16_t cpu, uint64_t key, int64_t ns) { by_cpu_[cpu][key] += ns; }
   struct Blame {
     uint64_t key = 0;
-    bool preemptor = false;  // true: a preemptor already counted; false: o.next_* is the culprit
+    bool preemptor = false;  // true: a preemptor already counted; false: o.holder_* is the culprit
   };
   // Nothing for an interval after which no one is to blame (the CPU was idle: wake-up latency).
   std::optional<Blame> culprit_of(const OffCpuRow& o, uint32_t own_pid) {

@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <set>
 #include <thread>
 
 #include "cli/commands.hpp"

@@ -17,6 +17,7 @@
 #define GW_ABI_VERSION 2
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
+#define GW_LIB_NAME_LEN 32
 #define GW_MAX_API 512 /* size of the api spec array; api ids are < this */
 
 /* Every record in a ring buffer starts with this header. */
@@ -140,7 +141,7 @@ struct gw_lib_map {
 	__u64 inode;
 	__u32 dev;
 	__u32 pad;
-	char name[32]; /* file name (last path component) */
+	char name[GW_LIB_NAME_LEN]; /* file name (last path component) */
 };
 
 /* ---- host I/O, network, memory --------------------------------------------------------------- */

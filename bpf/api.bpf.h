@@ -21,6 +21,7 @@ struct {
  * collective -> runtime and driver calls) but not deeply; a power of two, slots are head & mask. */
 #define GW_OPEN_CALLS 8
 #define GW_OPEN_MASK (GW_OPEN_CALLS - 1)
+#define GW_RING_LOOK_STRIDE 8 /* power of two */
 
 struct gw_open_call {
 	__u64 ts;
@@ -38,8 +39,10 @@ struct gw_open_call {
  * no lock for its own thread, and goes away with the thread (a hash kept dead threads' entries).
  */
 struct gw_thread_calls {
-	__u32 head;  /* slot of the next entry, wrapping (& GW_OPEN_MASK) */
-	__u32 depth; /* open calls held, <= GW_OPEN_CALLS; the innermost is at head - 1 */
+	__u32 head;     /* slot of the next entry, wrapping (& GW_OPEN_MASK) */
+	__u32 depth;    /* open calls held, <= GW_OPEN_CALLS; the innermost is at head - 1 */
+	__u32 launches; /* kernel launches seen: samples their in-memory arguments */
+	__u32 emitted;  /* records written: one in GW_RING_LOOK_STRIDE looks at the ring's fill */
 	struct gw_open_call calls[GW_OPEN_CALLS];
 };
 
@@ -116,6 +119,7 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	struct gw_api_spec *spec;
 	struct gw_open_call *p;
 	__u64 regs[8];
+	bool read_mem = true;
 	int i;
 
 	if (!tc)
@@ -123,6 +127,10 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	spec = bpf_map_lookup_elem(&gw_api_specs, &api);
 	if (!spec || !spec->enabled)
 		return 0;
+	/* A user-memory read costs more than the rest of this program: a launch reads its stack
+	 * words and launch-config fields only on the sampled calls (all of them with mask 0). */
+	if (spec->launch)
+		read_mem = (tc->launches++ & gw_cfg.launch_read_mask) == 0;
 
 	/* Push. A full stack loses its oldest call, not this one: the oldest is the likelier to be
 	 * an entry whose return never came (a longjmp or exception unwound past it). */
@@ -143,6 +151,8 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 
 		if (s.src == GW_ARG_REG) {
 			v = regs[s.index & 7];
+		} else if (!read_mem && s.src != GW_ARG_NONE) {
+			p->flags |= GW_FLAG_ARGS_SAMPLED_OUT;
 		} else if (s.src == GW_ARG_STACK) {
 			if (gw_read_user_u64(&v, PT_REGS_SP(ctx) + 8 * (__u64)s.index))
 				p->flags |= GW_FLAG_READ_FAULT;
@@ -228,7 +238,8 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 	rec->api = api;
 	rec->lib = GW_COOKIE_LIB(cookie);
 	rec->stack_id = p->stack_id;
-	gw_submit_event(rec, sizeof(*rec));
+	gw_submit_event_strided(rec, sizeof(*rec), (tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
+				GW_RING_LOOK_STRIDE);
 	return 0;
 }
 

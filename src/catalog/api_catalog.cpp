@@ -264,6 +264,7 @@ gw_api_spec make_spec(const ApiInfo& api) {
   }
   spec.out_reg = api.out_reg;
   spec.enabled = 1;
+  spec.launch = api.category == Category::Launch ? 1 : 0;
   return spec;
 }
 

@@ -18,6 +18,7 @@ struct TraceFlags {
   uint32_t ring_mb = 32;
   uint32_t ring_kb = 0;
   bool stacks = false;
+  uint32_t launch_arg_sampling = 64;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
   bool no_host_libs = false;
@@ -41,6 +42,11 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_option("--ring-mb", flags->ring_mb, "Event ring buffer size in MiB (power of two)")->capture_default_str();
   cmd->add_option("--ring-kb", flags->ring_kb, "Event ring buffer size in KiB (power of two; overrides --ring-mb; for tests)")->group("");
   cmd->add_flag("--stacks", flags->stacks, "Capture the user stack of every GPU API call");
+  cmd->add_option("--launch-arg-sampling", flags->launch_arg_sampling,
+                  "Read a kernel launch's in-memory arguments (its stream, a launch config) on 1 "
+                  "in N launches of each thread (power of two; 1: every launch). Each read costs "
+                  "more than the rest of the probe")
+      ->capture_default_str();
   cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
   cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
   cmd->add_option("--without", flags->without,
@@ -70,6 +76,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.out = flags->out;
       opt.libs = flags->libs;
       opt.stacks = flags->stacks;
+      if (!power_of_two(flags->launch_arg_sampling) || flags->launch_arg_sampling > (1u << 20))
+        return fail("--launch-arg-sampling must be a power of two from 1 to 1048576 (e.g. 64; 1 "
+                    "reads every launch)", 2);
+      opt.launch_read_mask = flags->launch_arg_sampling - 1;
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
       opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
       opt.host_libraries = !flags->no_host_libs;

@@ -280,6 +280,7 @@ int TraceSession::run() {
   probes::ProbeConfig cfg;
   cfg.filter_pids = !opt_.pids.empty();
   cfg.capture_stacks = opt_.stacks;
+  cfg.launch_read_mask = opt_.launch_read_mask;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;

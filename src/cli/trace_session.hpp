@@ -18,6 +18,7 @@ struct TraceOptions {
   std::vector<std::string> libs;
   uint32_t ring_bytes = 32u << 20;
   bool stacks = false;
+  uint32_t launch_read_mask = 63;  // launches read in-memory arguments when (count & mask) == 0
   uint64_t min_offcpu_ns = 0;
   uint64_t min_syscall_ns = 1'000'000;
   bool host_libraries = true;  // also probe the GPU runtimes installed on the host at start

@@ -70,6 +70,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.min_syscall_ns = cfg.min_syscall_ns;
   ro.filter_pids = cfg.filter_pids ? 1 : 0;
   ro.capture_stacks = cfg.capture_stacks ? 1 : 0;
+  ro.launch_read_mask = cfg.launch_read_mask;
   ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
 

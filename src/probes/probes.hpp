@@ -28,6 +28,7 @@ struct ProbeConfig {
   uint64_t min_syscall_ns = 1'000'000; // only slow syscalls are emitted
   bool filter_pids = false;           // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
+  uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;

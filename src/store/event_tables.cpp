@@ -16,79 +16,87 @@ enum Has : uint16_t {
   kOp = 1 << 2,
   kAddr = 1 << 3,
   kAddr2 = 1 << 4,
-  kGrid = 1 << 5,
+  kGrid = 1 << 5,  // blocks
   kPeer = 1 << 6,
   kNRanks = 1 << 7,
-  kAll = 0xff,
+  kTpb = 1 << 8,   // threads per block
+  kAll = 0x1ff,
 };
 
-uint16_t has_mask(const ApiInfo& a) {
-  uint16_t m = 0;
-  for (const ArgUse& u : a.args) {
-    switch (u.field) {
-      case Field::Stream:
-        m |= kStream;
-        break;
-      case Field::Bytes:
-      case Field::Width:
-      case Field::Height:
-      case Field::Count:
-        m |= kBytes;
-        break;
-      case Field::CopyKind:
-      case Field::RedOp:
-        m |= kOp;
-        break;
-      case Field::Func:
-      case Field::Dst:
-      case Field::Ptr:
-      case Field::Event:
-      case Field::GraphExec:
-      case Field::Comm:
-        m |= kAddr;
-        break;
-      case Field::Src:
-        m |= kAddr2;
-        break;
-      case Field::GridXY:
-      case Field::GridZ:
-      case Field::GridZBlockX:
-      case Field::GridX:
-      case Field::GridY:
-        m |= kGrid;
-        break;
-      case Field::Root:
-      case Field::Peer:
-      case Field::Rank:
-        m |= kPeer;
-        break;
-      case Field::NRanks:
-        m |= kNRanks;
-        break;
-      default:
-        break;
-    }
+// The columns a captured field feeds. Block dimensions only feed tpb (an API with a grid has
+// them, given or defaulted to 1), so a block word left unread unknows tpb alone.
+uint16_t field_columns(Field f) {
+  switch (f) {
+    case Field::Stream: return kStream;
+    case Field::Bytes:
+    case Field::Width:
+    case Field::Height:
+    case Field::Count:
+    case Field::Dtype: return kBytes;
+    case Field::CopyKind:
+    case Field::RedOp: return kOp;
+    case Field::Func:
+    case Field::Dst:
+    case Field::Ptr:
+    case Field::Event:
+    case Field::GraphExec:
+    case Field::Comm: return kAddr;
+    case Field::Src: return kAddr2;
+    case Field::GridXY:
+    case Field::GridZ:
+    case Field::GridX:
+    case Field::GridY:
+    case Field::GridZBlockX: return kGrid | kTpb;
+    case Field::BlockXY:
+    case Field::BlockZ:
+    case Field::BlockYZ:
+    case Field::BlockX:
+    case Field::BlockY: return kTpb;
+    case Field::Root:
+    case Field::Peer:
+    case Field::Rank: return kPeer;
+    case Field::NRanks: return kNRanks;
+    default: return 0;
   }
-  if (a.fixed_dir) m |= kOp;
-  if (a.out_reg >= 0) m |= kAddr;
-  return m;
 }
 
-uint16_t api_has(uint16_t api) {
-  static const auto masks = [] {
-    std::array<uint16_t, GW_MAX_API> m;
-    m.fill(kAll);  // an id this build does not know: keep every raw value
+struct ApiColumns {
+  uint16_t has = kAll;     // columns the API fills
+  uint16_t memory = 0;     // columns fed by a word read from user memory (stack, a struct)
+};
+
+ApiColumns api_columns_of(const ApiInfo& a) {
+  ApiColumns c{0, 0};
+  for (const ArgUse& u : a.args) {
+    const uint16_t cols = field_columns(u.field);
+    // Only a grid word makes the grid columns exist; block words alone do not.
+    const bool block_only = cols == kTpb;
+    if (!block_only) c.has |= cols;
+    if (u.from.src == GW_ARG_STACK || u.from.src == GW_ARG_DEREF) c.memory |= cols;
+  }
+  if (a.fixed_dir) c.has |= kOp;
+  if (a.out_reg >= 0) c.has |= kAddr;
+  c.memory &= c.has;
+  return c;
+}
+
+// Columns the row of `api` fills; `flags` (GW_FLAG_*) may say its in-memory words were not read.
+uint16_t api_has(uint16_t api, uint16_t flags) {
+  static const auto table = [] {
+    std::array<ApiColumns, GW_MAX_API> m{};  // an id this build does not know: keep every raw value
     for (const ApiInfo& a : api_catalog())
-      if (a.id < m.size()) m[a.id] = has_mask(a);
+      if (a.id < m.size()) m[a.id] = api_columns_of(a);
     return m;
   }();
-  return api < masks.size() ? masks[api] : static_cast<uint16_t>(kAll);
+  if (api >= table.size()) return kAll;
+  const ApiColumns& c = table[api];
+  return (flags & GW_FLAG_ARGS_SAMPLED_OUT) ? c.has & ~c.memory : c.has;
 }
 
 // ---- per-table column mapping (base: bind index of the row's first column minus one) -----------
 
 void fill_row(RowValues& r, const ApiCall& e, Interner&) {
-  const uint16_t has = api_has(e.api);
+  const uint16_t has = api_has(e.api, e.flags);
   const ApiCallFields& f = e.f;
   r.set(0, e.ts);
   r.set(1, e.dur);
@@ -103,7 +111,7 @@ void fill_row(RowValues& r, const ApiCall& e, Interner&) {
   r.opt(10, has & kAddr, f.addr);
   r.opt(11, has & kAddr2, f.addr2);
   r.opt(12, has & kGrid, f.blocks);
-  r.opt(13, has & kGrid, f.threads_per_block);
+  r.opt(13, has & kTpb, f.threads_per_block);
   r.opt(14, (has & kPeer) && f.peer >= 0, f.peer);
   r.opt(15, has & kNRanks, f.nranks);
   r.opt(16, e.stack_id >= 0, e.stack_id);

@@ -95,7 +95,8 @@ class RealLibraries : public ::testing::Test {
     if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << lib << " is not installed here";
     TempDir dir;
     const std::string db = dir.file("t.db");
-    Agent agent(db, {"--no-host-libs", "--lib", lib}, dir);
+    // Every launch reads its in-memory arguments, so every call's stream can be checked.
+    Agent agent(db, {"--no-host-libs", "--lib", lib, "--launch-arg-sampling", "1"}, dir);
     ASSERT_TRUE(agent.ready()) << agent.stderr_text();
     RunResult w = run({workload(program)}, {{"GW_START_DELAY_MS", "0"}});
     ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();

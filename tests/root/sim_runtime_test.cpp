@@ -156,5 +156,40 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
   EXPECT_NE(agent.stderr_text().find("LOST"), std::string::npos) << agent.stderr_text();
 }
 
+// A launch's stream is a stack word, whose read costs more than the rest of the probe: by default
+// a thread's launches read it on one in 64 (the first, the 65th, ...), the others store NULL and
+// say so in flags; --launch-arg-sampling 1 reads it on every launch. Either way a stream that was
+// read is the one the workload created (the same handle its cudaStreamSynchronize passes in a
+// register).
+TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
+  const std::string lib = sim_dir() + "/libcudart.so.13";
+  const int calls = 640;
+  for (const int every : {64, 1}) {
+    SCOPED_TRACE("--launch-arg-sampling " + std::to_string(every));
+    TempDir run_dir;  // the agent's ready file lives there: one per agent
+    const std::string db = run_dir.file("t.db");
+    Agent agent(db, {"--no-host-libs", "--lib", lib, "--launch-arg-sampling",
+                     std::to_string(every)}, run_dir);
+    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+    RunResult w = run({workload("launch_storm"), "--calls", std::to_string(calls)});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+    auto f = open_trace(db);
+    ASSERT_TRUE(f);
+    const std::string launches =
+        " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel'";
+    ASSERT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
+    EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / every);
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 2 AND stream IS NULL"),
+              calls - calls / every);
+    EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), calls) << "registers are always read";
+    const int64_t stream = scalar(*f, "SELECT c.stream" + std::string(" FROM api_calls c JOIN apis "
+                                      "a ON a.id = c.api WHERE a.name = 'cudaStreamSynchronize'"));
+    EXPECT_GT(stream, 0);
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stream = " + std::to_string(stream)),
+              calls / every);
+  }
+}
+
 }  // namespace
 }  // namespace gpuwhy::testing

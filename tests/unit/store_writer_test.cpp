@@ -129,6 +129,41 @@ TEST(StoreWriter, ApiCallsRoundTripWithCatalogueNulls) {
   EXPECT_NE(scalar(*f, "SELECT last_commit_ns FROM session"), "NULL");
 }
 
+// A launch whose in-memory words were sampled out (GW_FLAG_ARGS_SAMPLED_OUT) stores NULL for the
+// columns those words feed, and keeps what came from registers. Runtime launch: the stream is a
+// stack word. Driver launch: block z (so tpb) and the stream are. Config launch: all but the
+// kernel come from the config struct.
+TEST(StoreWriter, SampledOutLaunchArgumentsAreNull) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  auto w = make_writer(path);
+  ASSERT_TRUE(w);
+  std::vector<Event> batch;
+  int64_t t = kStart;
+  for (const char* name : {"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC"}) {
+    for (const uint16_t flags : {0, GW_FLAG_ARGS_SAMPLED_OUT}) {
+      ApiCall launch = call(name, t += 10, 900, 100, 102);
+      launch.f.addr = 0x401000;
+      launch.f.blocks = 1024;
+      launch.f.threads_per_block = 256;
+      launch.f.stream = 0;
+      launch.flags = flags;
+      batch.push_back(launch);
+    }
+  }
+  ASSERT_TRUE(w->write_batch(batch).ok());
+  ASSERT_TRUE(w->finish(kStart + kMs).ok());
+  auto f = open_trace(path);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(rows(*f, "SELECT stream, addr, blocks, tpb, flags FROM api_calls ORDER BY ts"),
+            (Rows{{"0", "4198400", "1024", "256", "0"},
+                  {"NULL", "4198400", "1024", "256", "2"},
+                  {"0", "4198400", "1024", "256", "0"},
+                  {"NULL", "4198400", "1024", "NULL", "2"},
+                  {"0", "4198400", "1024", "256", "0"},
+                  {"NULL", "4198400", "NULL", "NULL", "2"}}));
+}
+
 TEST(StoreWriter, EveryOtherEventKindRoundTrips) {
   TempDir dir;
   const std::string path = dir.file("t.db");

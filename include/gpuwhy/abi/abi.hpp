@@ -15,6 +15,7 @@ static_assert(offsetof(gw_event_header, flags) == 22);
 static_assert(sizeof(gw_arg_slot) == 4);
 static_assert(sizeof(gw_api_spec) == 40);
 static_assert(offsetof(gw_api_spec, out_reg) == 32);
+static_assert(offsetof(gw_api_spec, launch) == 34);
 static_assert(sizeof(gw_api_call) == 120);
 static_assert(offsetof(gw_api_call, duration_ns) == 24);
 static_assert(offsetof(gw_api_call, args) == 32);
@@ -35,7 +36,8 @@ static_assert(sizeof(gw_syscall) == 24 + 32);
 static_assert(sizeof(gw_block_io) == 24 + 32);
 static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
-static_assert(sizeof(gw_config) == 32);
+static_assert(sizeof(gw_config) == 40);
+static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // Counter ids are stored by name in traces (losses, event_counts); user space sums them into
 // std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).
 static_assert(GW_CNT_ENTRY_UNMATCHED == 7);

@@ -45,6 +45,9 @@ struct gw_event_header {
 };
 
 #define GW_FLAG_READ_FAULT 0x1 /* a user-memory read for an argument failed; value left 0 */
+/* A launch whose in-memory arguments (stack words, launch-config fields: the stream among them)
+ * were not read on this call: gw_config.launch_read_mask samples them; their fields are unknown. */
+#define GW_FLAG_ARGS_SAMPLED_OUT 0x2
 
 /* ---- GPU API calls ------------------------------------------------------------------------ */
 
@@ -70,7 +73,8 @@ struct gw_api_spec {
 	struct gw_arg_slot args[8];
 	__s8 out_reg; /* argument register holding an out-pointer whose u64 is read at return; -1 */
 	__u8 enabled;
-	__u8 pad[6];
+	__u8 launch;  /* 1: a kernel launch, whose in-memory arguments are sampled (launch_read_mask) */
+	__u8 pad[5];
 };
 
 struct gw_api_call {
@@ -204,6 +208,10 @@ struct gw_config {
 	__u32 capture_stacks;  /* 1: user stacks on API call entry */
 	__u32 wakeup_bytes;    /* force a reader wakeup once this much data waits in the bulk ring */
 	__u32 self_pid;        /* the agent itself, never traced */
+	/* A thread's launches read their in-memory arguments when (launch count & mask) == 0: 0 reads
+	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
+	__u32 launch_read_mask;
+	__u32 pad;
 };
 
 #endif /* GPUWHY_ABI_EVENTS_H */

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The probe-cost ladder (bench/probe_ladder.sh): entry/return program pairs that each add one piece
+ * of what gpuwhy's API probes do, attached the way gpuwhy attaches them (uprobe_multi, same site),
+ * so that the step from one rung to the next is what that piece costs per traced call.
+ *   empty    nothing                                      (the floor at gpuwhy's own attachment)
+ *   storage  entry and return each look up the thread's task storage (created at the first call)
+ *   clock    + entry stores the time, return computes the duration (two clock reads)
+ *   ring     + return writes a 48-byte record (header, duration, api) to the ring
+ *   regs     + entry keeps the six argument registers, return writes them too: a 120-byte
+ *            record, gpuwhy's shape
+ *   args     + entry also reads one stack word (cudaLaunchKernel's stream: a user-memory read)
+ *   args_s   the same read from a sleepable program (bpf_copy_from_user instead of
+ *            bpf_probe_read_user)
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "gpuwhy/abi/events.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} ladder_ring SEC(".maps");
+
+struct open_call {
+	__u64 ts;
+	__u64 args[8];
+	__u64 acc; /* keeps the duration live in the clock rung */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct open_call);
+} ladder_calls SEC(".maps");
+
+struct gw_ladder_small {
+	struct gw_event_header hdr;
+	__u64 duration_ns;
+	__u16 api;
+	__u16 lib;
+	__s32 stack_id;
+};
+
+static __always_inline struct open_call *calls(int create)
+{
+	return bpf_task_storage_get(&ladder_calls, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline void fill_header(struct gw_event_header *h, __u16 size, __u64 ts)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	h->ts_ns = ts;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->kind = GW_EV_API_CALL;
+	h->size = size;
+	h->cpu = (__u16)bpf_get_smp_processor_id();
+	h->flags = 0;
+}
+
+SEC("uprobe") int e_empty(struct pt_regs *ctx) { return 0; }
+SEC("uprobe") int r_empty(struct pt_regs *ctx) { return 0; }
+
+SEC("uprobe") int e_storage(struct pt_regs *ctx)
+{
+	struct open_call *c = calls(1);
+
+	if (c)
+		c->ts = 1;
+	return 0;
+}
+
+SEC("uprobe") int r_storage(struct pt_regs *ctx)
+{
+	struct open_call *c = calls(0);
+
+	if (c)
+		c->acc += c->ts;
+	return 0;
+}
+
+SEC("uprobe") int e_clock(struct pt_regs *ctx)
+{
+	struct open_call *c = calls(1);
+
+	if (c)
+		c->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uprobe") int r_clock(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(0);
+
+	if (c)
+		c->acc += now - c->ts;
+	return 0;
+}
+
+/* The return rungs' common start: the thread's open call, a reserved record of `size` bytes with
+ * its header and duration (both record layouts start header, duration_ns). NULL: nothing to do. */
+static __always_inline void *reserve_call(__u32 size, struct open_call **open)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(0);
+	struct gw_ladder_small *r;
+
+	if (!c)
+		return 0;
+	r = bpf_ringbuf_reserve(&ladder_ring, size, 0);
+	if (!r)
+		return 0;
+	fill_header(&r->hdr, size, c->ts);
+	r->duration_ns = now - c->ts;
+	*open = c;
+	return r;
+}
+
+SEC("uprobe") int r_ring(struct pt_regs *ctx)
+{
+	struct open_call *c;
+	struct gw_ladder_small *r = reserve_call(sizeof(*r), &c);
+
+	if (!r)
+		return 0;
+	r->api = (__u16)bpf_get_attach_cookie(ctx);
+	r->lib = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+static __always_inline struct open_call *keep_regs(struct pt_regs *ctx)
+{
+	struct open_call *c = calls(1);
+
+	if (!c)
+		return 0;
+	c->ts = bpf_ktime_get_ns();
+	c->args[0] = PT_REGS_PARM1(ctx);
+	c->args[1] = PT_REGS_PARM2(ctx);
+	c->args[2] = PT_REGS_PARM3(ctx);
+	c->args[3] = PT_REGS_PARM4(ctx);
+	c->args[4] = PT_REGS_PARM5(ctx);
+	c->args[5] = ctx->r9;
+	c->args[6] = 0;
+	c->args[7] = 0;
+	return c;
+}
+
+SEC("uprobe") int e_regs(struct pt_regs *ctx)
+{
+	keep_regs(ctx);
+	return 0;
+}
+
+SEC("uprobe") int e_args(struct pt_regs *ctx)
+{
+	struct open_call *c = keep_regs(ctx);
+
+	if (c && bpf_probe_read_user(&c->args[6], 8, (void *)(PT_REGS_SP(ctx) + 16)))
+		c->args[6] = 0;
+	return 0;
+}
+
+SEC("uprobe.s") int e_args_s(struct pt_regs *ctx)
+{
+	struct open_call *c = keep_regs(ctx);
+
+	if (c && bpf_copy_from_user(&c->args[6], 8, (void *)(PT_REGS_SP(ctx) + 16)))
+		c->args[6] = 0;
+	return 0;
+}
+
+SEC("uprobe") int r_args(struct pt_regs *ctx)
+{
+	struct open_call *c;
+	struct gw_api_call *r = reserve_call(sizeof(*r), &c);
+
+	if (!r)
+		return 0;
+	__builtin_memcpy(r->args, c->args, sizeof(r->args));
+	r->ret = PT_REGS_RC(ctx);
+	r->out = 0;
+	r->api = (__u16)bpf_get_attach_cookie(ctx);
+	r->lib = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Where a traced call's cost goes: the null-runtime call loop (bench/probe_cost.sh's "null") under
+# each rung of bench/ladder (gpuwhy's API probe work, one piece added per rung, attached as gpuwhy
+# attaches: uprobe_multi entry + return at the same offset), under bpftrace's empty entry+return
+# pair (the floor probe_cost.sh uses) and under gpuwhy itself, interleaved in rounds with the order
+# rotated. The step between rungs is what that piece costs per call.
+#
+# usage: bench/probe_ladder.sh   (env: RUNS=5 NULL_CALLS=500000 AGENT_CPU=0 WORK_CPU=1
+#                                 ONLY="rungs/configs" to run only those besides none and bt_pair)
+source "$(dirname "$0")/lib/common.sh"
+need_root
+LADDER=$GW_BUILD/bench/probe_ladder
+need_file "$GPUWHY" "$NULL_CUDART" "$CALL_LOOP" "$LADDER"
+
+NULL_CALLS=${NULL_CALLS:-500000}
+AGENT_CPU=${AGENT_CPU:-0}
+WORK_CPU=${WORK_CPU:-1}
+RUNGS=(empty storage clock ring regs args args_s)
+CONFIGS=(none bt_pair "${RUNGS[@]}" gw_nosys gw)
+[ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_nosys"
+TSV=$GW_BENCH_OUT/probe_ladder.tsv
+echo -e "round\tconfig\tns_per_call" >"$TSV"
+A="taskset -c $AGENT_CPU"
+W="taskset -c $WORK_CPU"
+
+loop_ns() {
+  $W "$CALL_LOOP" "$NULL_CUDART" cudaLaunchKernel "$NULL_CALLS" | jfield elapsed_ns |
+    awk -v n="$NULL_CALLS" '{printf "%.1f", $1 / n}'
+}
+start_ladder() {  # rung
+  local logf=$GW_BENCH_OUT/ladder-$1.log
+  $A "$LADDER" "$NULL_CUDART" cudaLaunchKernel "$1" >"$logf" 2>&1 &
+  LD_PID=$!
+  for _ in $(seq 1 200); do
+    grep -q '^ready' "$logf" 2>/dev/null && return 0
+    kill -0 "$LD_PID" 2>/dev/null || { cat "$logf" >&2; die "probe_ladder $1 exited"; }
+    sleep 0.05
+  done
+  die "probe_ladder $1 did not attach"
+}
+stop_ladder() { kill -INT "$LD_PID" 2>/dev/null || true; wait "$LD_PID" 2>/dev/null || true; }
+
+log "probe_ladder: $RUNS rounds x ${#CONFIGS[@]} configs, $NULL_CALLS null-runtime calls each"
+for ((r = 1; r <= RUNS; r++)); do
+  n=${#CONFIGS[@]}
+  for ((k = 0; k < n; k++)); do
+    c=${CONFIGS[$(((k + r) % n))]}
+    case $c in
+      none) ns=$(loop_ns) ;;
+      bt_pair) TRACER_PREFIX=$A start_bpftrace bt_pair \
+                 "uprobe:$NULL_CUDART:cudaLaunchKernel {} uretprobe:$NULL_CUDART:cudaLaunchKernel {}"
+               ns=$(loop_ns); stop_bpftrace ;;
+      gw) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --lib "$NULL_CUDART"
+          ns=$(loop_ns); stop_gpuwhy ;;
+      gw_nosys) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --without syscalls \
+                  --lib "$NULL_CUDART"
+                ns=$(loop_ns); stop_gpuwhy ;;
+      *) start_ladder "$c"; ns=$(loop_ns); stop_ladder ;;
+    esac
+    echo -e "$r\t$c\t$ns" >>"$TSV"
+    log "round $r $c: $ns ns/call"
+  done
+done
+rm -f "$GW_BENCH_OUT"/ladder_gw.db*
+
+col() { awk -F'\t' -v c="$1" '$2 == c {print $1, $3}' "$TSV" | sort -n | cut -d' ' -f2; }
+added() { paste <(col "$1") <(col none) | awk '{printf "%.1f\n", $1 - $2}'; }
+{
+  echo "### Probe-cost ladder (null runtime, $NULL_CALLS calls)"
+  echo
+  echo "$(machine_line). RUNS=$RUNS rounds, configurations interleaved; workload on CPU $WORK_CPU," \
+       "tracers on CPU $AGENT_CPU. Added = per-round difference to that round's untraced loop;" \
+       "÷ floor = added ÷ the same round's bpftrace empty pair."
+  echo
+  echo "| config | ns/call | added ns/call | ÷ bpftrace floor | ÷ empty uprobe_multi pair |"
+  echo "| --- | --- | --- | --- | --- |"
+  for c in "${CONFIGS[@]}"; do
+    read -r m lo hi _ < <(col "$c" | stats)
+    if [ "$c" = none ]; then echo "| $c | $m [$lo..$hi] | | | |"; continue; fi
+    read -r am alo ahi _ < <(added "$c" | stats)
+    read -r fb _ < <(paste <(added "$c") <(added bt_pair) | awk '{printf "%.3f\n", $1 / $2}' | stats)
+    fe=-
+    if [[ " ${CONFIGS[*]} " == *" empty "* ]]; then
+      read -r fe _ < <(paste <(added "$c") <(added empty) | awk '{printf "%.3f\n", $1 / $2}' | stats)
+      fe="${fe}×"
+    fi
+    echo "| $c | $m [$lo..$hi] | $am [$alo..$ahi] | ${fb}× | $fe |"
+  done
+} | tee "$GW_BENCH_OUT/probe_ladder.md"

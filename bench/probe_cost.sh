@@ -27,6 +27,8 @@
 #   gw_stacks  the same with --stacks
 #   gw_nosys   the same with --without syscalls (no raw syscall tracepoints: the uretprobe syscall
 #              each traced call returns through, and every host syscall, skip the slow path)
+#   gw_entry   the same as gw with --entry-only launch (launches recorded by the entry probe alone,
+#              no return probe): compared with bt_entry, the entry-only floor
 #
 # Then, with kernel.bpf_stats_enabled=1 (restored afterwards), the run time of every BPF program of
 # gpuwhy, bt_pair and bt_work during one null loop (a breakdown, not a timing of the above).
@@ -43,7 +45,7 @@ SYS_CALLS=${SYS_CALLS:-1000000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 BPF_STATS=${BPF_STATS:-1}
-CONFIGS=(none bt_entry bt_pair bt_work bt_emit gw gw_nosys gw_stacks)
+CONFIGS=(none bt_entry bt_pair bt_work bt_emit gw gw_nosys gw_entry gw_stacks)
 WORKLOADS=(sim null sys)
 TSV=$GW_BENCH_OUT/probe_cost.tsv
 echo -e "round\tconfig\tworkload\tns_per_call\tlost" >"$TSV"
@@ -88,6 +90,9 @@ for ((r = 1; r <= RUNS; r++)); do
       gw) TRACER_PREFIX=$A start_gpuwhy probe_gw --no-host-libs --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_nosys) TRACER_PREFIX=$A start_gpuwhy probe_gw_nosys --no-host-libs --without syscalls \
+                  --lib "$SIM_CUDART" --lib "$NULL_CUDART"
+          run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
+      gw_entry) TRACER_PREFIX=$A start_gpuwhy probe_gw_entry --no-host-libs --entry-only launch \
                   --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_stacks) TRACER_PREFIX=$A start_gpuwhy probe_gw_stacks --no-host-libs --stacks \
@@ -173,10 +178,12 @@ added() {  # config workload -> per-round (config - none)
           echo "- $w: $g / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"
         done
       done
+      read -r rm rlo rhi _ < <(paste <(added gw_entry "$w") <(added bt_entry "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
+      echo "- $w: gw_entry / bt_entry (entry-only floor), added cost per round: median ${rm}x [$rlo..$rhi]"
     fi
   done
   echo
-  echo "gpuwhy events lost per run (gw, gw_nosys, gw_stacks): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
+  echo "gpuwhy events lost per run (gw, gw_nosys, gw_entry, gw_stacks): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
   if [ -n "$STATS_MD" ]; then
     echo
     echo "BPF programs during one null-runtime loop of $NULL_CALLS traced calls (kernel.bpf_stats_enabled;"

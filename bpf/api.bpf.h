@@ -3,7 +3,8 @@
  * GPU API calls (CUDA runtime, CUDA driver, NCCL, HIP): one generic entry program and one generic
  * return program serve every probed function. The attach cookie names the API and the library; the
  * API's spec (gw_api_specs, filled by user space from the catalogue) says which argument words to
- * capture. Entry and return are paired per thread and emitted as one record at return.
+ * capture. Entry and return are paired per thread and emitted as one record at return; an
+ * entry-only API (no return probe attached) is emitted by its entry.
  */
 #ifndef GPUWHY_API_BPF_H
 #define GPUWHY_API_BPF_H
@@ -112,9 +113,41 @@ static __always_inline struct gw_thread_calls *gw_traced_thread(void)
 	return tc;
 }
 
+/*
+ * Write the record of call p, which ended at `end` returning `ret`; a call recorded at entry
+ * (GW_FLAG_NO_RETURN) passes end = its start and has no return value or out-pointer value.
+ */
+static __always_inline void gw_emit_call(struct gw_thread_calls *tc, struct gw_open_call *p,
+					 __u64 cookie, __u64 end, __u64 ret)
+{
+	struct gw_api_call *rec = gw_reserve_event(sizeof(*rec));
+	__u64 pid_tgid;
+
+	if (!rec)
+		return;
+	pid_tgid = bpf_get_current_pid_tgid();
+	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, pid_tgid >> 32,
+		       (__u32)pid_tgid);
+	rec->hdr.flags = p->flags;
+	rec->duration_ns = end - p->ts;
+	__builtin_memcpy(rec->args, p->args, sizeof(rec->args));
+	rec->ret = ret;
+	rec->out = 0;
+	/* Only read the out-pointer of a successful call: on failure it may hold garbage. */
+	if (p->out_ptr && !(p->flags & GW_FLAG_NO_RETURN) && (__u32)ret == 0 &&
+	    gw_read_user_u64(&rec->out, p->out_ptr))
+		rec->hdr.flags |= GW_FLAG_READ_FAULT;
+	rec->api = GW_COOKIE_API(cookie);
+	rec->lib = GW_COOKIE_LIB(cookie);
+	rec->stack_id = p->stack_id;
+	gw_submit_event_strided(rec, sizeof(*rec), (tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
+				GW_RING_LOOK_STRIDE);
+}
+
 static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 {
-	__u32 api = GW_COOKIE_API(bpf_get_attach_cookie(ctx));
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 api = GW_COOKIE_API(cookie);
 	struct gw_thread_calls *tc = gw_traced_thread();
 	struct gw_api_spec *spec;
 	struct gw_open_call *p;
@@ -132,15 +165,9 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	if (spec->launch)
 		read_mem = (tc->launches++ & gw_cfg.launch_read_mask) == 0;
 
-	/* Push. A full stack loses its oldest call, not this one: the oldest is the likelier to be
-	 * an entry whose return never came (a longjmp or exception unwound past it). */
+	/* The call is captured into the next free slot; an entry-only API writes its record from
+	 * there at once and leaves the slot free, any other is pushed. */
 	p = &tc->calls[tc->head & GW_OPEN_MASK];
-	tc->head++;
-	if (tc->depth < GW_OPEN_CALLS)
-		tc->depth++;
-	else
-		gw_count(GW_CNT_PENDING_FULL);
-
 	p->ts = bpf_ktime_get_ns();
 	p->api = api;
 	p->flags = 0;
@@ -173,6 +200,18 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 		if (p->stack_id < 0)
 			gw_count(GW_CNT_STACK_FAIL);
 	}
+	if (spec->entry_only) {
+		p->flags |= GW_FLAG_NO_RETURN;
+		gw_emit_call(tc, p, cookie, p->ts, 0);
+		return 0;
+	}
+	/* Push. A full stack loses its oldest call, not this one: the oldest is the likelier to be
+	 * an entry whose return never came (a longjmp or exception unwound past it). */
+	tc->head++;
+	if (tc->depth < GW_OPEN_CALLS)
+		tc->depth++;
+	else
+		gw_count(GW_CNT_PENDING_FULL);
 	return 0;
 }
 
@@ -207,39 +246,17 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 api = GW_COOKIE_API(cookie);
 	struct gw_thread_calls *tc;
 	struct gw_open_call *p = NULL;
-	struct gw_api_call *rec;
-	__u64 pid_tgid;
 
 	tc = bpf_task_storage_get(&gw_thread_calls, bpf_get_current_task_btf(), 0, 0);
 	if (tc)
-		p = gw_pop_call(tc, api);
+		p = gw_pop_call(tc, GW_COOKIE_API(cookie));
 	if (!p) {
 		gw_count(GW_CNT_RETURN_UNMATCHED);
 		return 0;
 	}
-	rec = gw_reserve_event(sizeof(*rec));
-	if (!rec)
-		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, pid_tgid >> 32,
-		       (__u32)pid_tgid);
-	rec->hdr.flags = p->flags;
-	rec->duration_ns = now - p->ts;
-	__builtin_memcpy(rec->args, p->args, sizeof(rec->args));
-	rec->ret = PT_REGS_RC(ctx);
-	rec->out = 0;
-	/* Only read the out-pointer of a successful call: on failure it may hold garbage. */
-	if (p->out_ptr && (__u32)rec->ret == 0 &&
-	    gw_read_user_u64(&rec->out, p->out_ptr))
-		rec->hdr.flags |= GW_FLAG_READ_FAULT;
-	rec->api = api;
-	rec->lib = GW_COOKIE_LIB(cookie);
-	rec->stack_id = p->stack_id;
-	gw_submit_event_strided(rec, sizeof(*rec), (tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
-				GW_RING_LOOK_STRIDE);
+	gw_emit_call(tc, p, cookie, now, PT_REGS_RC(ctx));
 	return 0;
 }
 

@@ -98,12 +98,12 @@ CREATE TABLE threads (
 --   -- One row per completed GPU API call.
 --   CREATE TABLE api_calls (
 --     ts       INTEGER NOT NULL,  -- entry
---     dur      INTEGER NOT NULL,  -- entry -> return
+--     dur      INTEGER,           -- entry -> return; NULL: recorded at entry only (flags & 4)
 --     pid      INTEGER NOT NULL,
 --     tid      INTEGER NOT NULL,
 --     api      INTEGER NOT NULL,  -- apis.id
 --     lib      INTEGER NOT NULL,  -- libraries.id
---     ret      INTEGER NOT NULL,  -- return code, 0 = success
+--     ret      INTEGER,           -- return code, 0 = success; NULL: recorded at entry only
 --     stream   INTEGER,
 --     bytes    INTEGER,           -- copy/memset/alloc size, collective payload
 --     op       INTEGER,           -- copy direction (copy_kinds.id) or NCCL reduce op

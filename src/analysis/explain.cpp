@@ -121,6 +121,14 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                    "and sleeps cannot be seen"});
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
+    if (f.family.starts_with("returns:")) {  // trace --entry-only CATEGORY
+      const std::string category = f.family.substr(8);
+      out.push_back({"entry_only", category + " calls were recorded at entry only (trace " +
+                                       "--entry-only " + category + "): they have no duration " +
+                                       "or return code, and time inside them counts as time " +
+                                       "between calls"});
+      continue;
+    }
     out.push_back({"family_" + f.state,
                    "no " + family_evidence(f.family) + " in this trace: the " + f.family +
                        " probes were " + (f.state == "off" ? "left out (trace --without)"

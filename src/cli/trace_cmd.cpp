@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "catalog/api_catalog.hpp"
 #include "cli/trace_session.hpp"
 #include "core/clock.hpp"
 
@@ -19,6 +20,7 @@ struct TraceFlags {
   uint32_t ring_kb = 0;
   bool stacks = false;
   uint32_t launch_arg_sampling = 64;
+  std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
   bool no_host_libs = false;
@@ -47,6 +49,17 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "in N launches of each thread (power of two; 1: every launch). Each read costs "
                   "more than the rest of the probe")
       ->capture_default_str();
+  std::vector<std::string> categories;
+  for (const ApiInfo& api : api_catalog())
+    if (std::string name(category_name(api.category));
+        std::find(categories.begin(), categories.end(), name) == categories.end())
+      categories.push_back(name);
+  cmd->add_option("--entry-only", flags->entry_only,
+                  "Record these API categories at entry only, without a return probe "
+                  "(comma-separated, e.g. launch): each call costs about half, but has no "
+                  "duration or return code")
+      ->delimiter(',')
+      ->check(CLI::IsMember(categories));
   cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
   cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
   cmd->add_option("--without", flags->without,
@@ -80,6 +93,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
         return fail("--launch-arg-sampling must be a power of two from 1 to 1048576 (e.g. 64; 1 "
                     "reads every launch)", 2);
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
+      for (const ApiInfo& api : api_catalog())
+        if (std::find(flags->entry_only.begin(), flags->entry_only.end(),
+                      category_name(api.category)) != flags->entry_only.end())
+          opt.entry_only_categories |= 1u << static_cast<unsigned>(api.category);
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
       opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
       opt.host_libraries = !flags->no_host_libs;

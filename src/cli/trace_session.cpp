@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "catalog/api_catalog.hpp"
 #include "cli/commands.hpp"
 #include "cli/trace_summary.hpp"
 #include "core/clock.hpp"
@@ -281,6 +283,7 @@ int TraceSession::run() {
   cfg.filter_pids = !opt_.pids.empty();
   cfg.capture_stacks = opt_.stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
+  cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
@@ -302,6 +305,19 @@ int TraceSession::run() {
         !s)
       return fail(s.error().line());
   }
+  // Entry-only categories are stored as families of missing evidence too ("returns:launch"):
+  // an offline explain must know their calls have no durations.
+  std::vector<std::string_view> entry_only;
+  for (const ApiInfo& api : api_catalog())
+    if ((opt_.entry_only_categories >> static_cast<unsigned>(api.category)) & 1u &&
+        std::find(entry_only.begin(), entry_only.end(), category_name(api.category)) ==
+            entry_only.end())
+      entry_only.push_back(category_name(api.category));
+  for (std::string_view c : entry_only)
+    if (Status s = rec_->writer().set_probe_family("returns:" + std::string(c), "off",
+                                                   "trace --entry-only");
+        !s)
+      return fail(s.error().line());
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
                                                  reader::RingReader::Options{});

@@ -80,6 +80,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
 
   // Load one pair of API programs: the uprobe_multi pair where the kernel has it.
   p->multi_ = kernel_has_uprobe_multi();
+  p->entry_only_ = cfg.entry_only_categories;
   auto* pr = &p->skel_->progs;
   bpf_program__set_autoload(pr->gw_api_entry, !p->multi_);
   bpf_program__set_autoload(pr->gw_api_return, !p->multi_);
@@ -103,6 +104,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   // The per-API capture specs come from the catalogue, the single source of truth.
   for (const ApiInfo& api : api_catalog()) {
     gw_api_spec spec = make_spec(api);
+    spec.entry_only = p->entry_only(api) ? 1 : 0;
     uint32_t key = api.id;
     if (bpf_map__update_elem(p->skel_->maps.gw_api_specs, &key, sizeof(key), &spec, sizeof(spec),
                              BPF_ANY) != 0)
@@ -195,20 +197,26 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
   if (!sites) return {{nullptr, 0, 0, sites.error().line()}};
   if (!multi_) return attach_library_single(lib, lib_id, *sites);
 
-  std::vector<uint64_t> offsets, cookies;
+  std::vector<uint64_t> offsets, cookies, ret_offsets, ret_cookies;
   std::vector<AttachedSite> out;
   for (const discover::ProbeSite& site : *sites) {
     offsets.push_back(site.probe_offset());
     cookies.push_back(GW_COOKIE(site.api->id, lib_id));
+    if (!entry_only(*site.api)) {
+      ret_offsets.push_back(offsets.back());
+      ret_cookies.push_back(cookies.back());
+    }
     out.push_back({site.api, site.probe_offset(), site.skipped_bytes, {}});
   }
   if (offsets.empty()) return out;
   // A return probe placed after endbr64 works too: the stack is untouched by then.
   auto entry = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_entry_multi), lib.path,
                                    offsets, cookies, false);
-  Result<int> ret = entry ? attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi),
-                                                lib.path, offsets, cookies, true)
-                          : Result<int>(entry.error());
+  Result<int> ret = -1;  // no return link when every function here is entry-only
+  if (!entry) ret = entry.error();
+  else if (!ret_offsets.empty())
+    ret = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi), lib.path,
+                              ret_offsets, ret_cookies, true);
   if (!entry || !ret) {
     if (entry) close(*entry);
     const std::string why = (!entry ? entry.error() : ret.error()).line();
@@ -216,7 +224,7 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
     return out;
   }
   multi_fds_.push_back(*entry);
-  multi_fds_.push_back(*ret);
+  if (*ret >= 0) multi_fds_.push_back(*ret);
   return out;
 }
 
@@ -237,16 +245,18 @@ std::vector<AttachedSite> Probes::attach_library_single(
       out.push_back(std::move(r));
       continue;
     }
-    bpf_link* ret = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_return, -1,
-                                                    lib.path.c_str(), r.offset, &ret_opts);
-    if (!ret) {
+    bpf_link* ret = nullptr;
+    if (!entry_only(*site.api))
+      ret = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_return, -1, lib.path.c_str(),
+                                            r.offset, &ret_opts);
+    if (!ret && !entry_only(*site.api)) {
       r.error = std::string("return probe: ") + std::strerror(errno);
       bpf_link__destroy(entry);
       out.push_back(std::move(r));
       continue;
     }
     links_.push_back(entry);
-    links_.push_back(ret);
+    if (ret) links_.push_back(ret);
     out.push_back(std::move(r));
   }
   return out;

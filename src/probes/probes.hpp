@@ -29,6 +29,7 @@ struct ProbeConfig {
   bool filter_pids = false;           // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
   uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
+  uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;
@@ -93,7 +94,11 @@ class Probes {
                                                   const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
   bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
-  std::vector<int> multi_fds_;  // one entry and one return link per library
+  uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
+  bool entry_only(const ApiInfo& api) const {
+    return (entry_only_ >> static_cast<unsigned>(api.category)) & 1u;
+  }
+  std::vector<int> multi_fds_;  // per library: an entry link, a return link unless all entry-only
   std::vector<bpf_link*> links_;
   std::vector<std::string> warnings_;
   std::vector<FamilyState> families_;

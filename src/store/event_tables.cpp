@@ -63,10 +63,11 @@ uint16_t field_columns(Field f) {
 struct ApiColumns {
   uint16_t has = kAll;     // columns the API fills
   uint16_t memory = 0;     // columns fed by a word read from user memory (stack, a struct)
+  uint16_t at_return = 0;  // columns fed by the out-pointer, read at return
 };
 
 ApiColumns api_columns_of(const ApiInfo& a) {
-  ApiColumns c{0, 0};
+  ApiColumns c{0, 0, 0};
   for (const ArgUse& u : a.args) {
     const uint16_t cols = field_columns(u.field);
     // Only a grid word makes the grid columns exist; block words alone do not.
@@ -75,12 +76,13 @@ ApiColumns api_columns_of(const ApiInfo& a) {
     if (u.from.src == GW_ARG_STACK || u.from.src == GW_ARG_DEREF) c.memory |= cols;
   }
   if (a.fixed_dir) c.has |= kOp;
-  if (a.out_reg >= 0) c.has |= kAddr;
+  if (a.out_reg >= 0) c.has |= c.at_return = kAddr;
   c.memory &= c.has;
   return c;
 }
 
-// Columns the row of `api` fills; `flags` (GW_FLAG_*) may say its in-memory words were not read.
+// Columns the row of `api` fills; `flags` (GW_FLAG_*) may say its in-memory words were not read,
+// or that it was recorded at entry (nothing from the return).
 uint16_t api_has(uint16_t api, uint16_t flags) {
   static const auto table = [] {
     std::array<ApiColumns, GW_MAX_API> m{};  // an id this build does not know: keep every raw value
@@ -90,7 +92,10 @@ uint16_t api_has(uint16_t api, uint16_t flags) {
   }();
   if (api >= table.size()) return kAll;
   const ApiColumns& c = table[api];
-  return (flags & GW_FLAG_ARGS_SAMPLED_OUT) ? c.has & ~c.memory : c.has;
+  uint16_t has = c.has;
+  if (flags & GW_FLAG_ARGS_SAMPLED_OUT) has &= ~c.memory;
+  if (flags & GW_FLAG_NO_RETURN) has &= ~c.at_return;
+  return has;
 }
 
 // ---- per-table column mapping (base: bind index of the row's first column minus one) -----------
@@ -99,12 +104,13 @@ void fill_row(RowValues& r, const ApiCall& e, Interner&) {
   const uint16_t has = api_has(e.api, e.flags);
   const ApiCallFields& f = e.f;
   r.set(0, e.ts);
-  r.set(1, e.dur);
+  const bool returned = !(e.flags & GW_FLAG_NO_RETURN);
+  r.opt(1, returned, e.dur);
   r.set(2, e.pid);
   r.set(3, e.tid);
   r.set(4, e.api);
   r.set(5, e.lib);
-  r.set(6, e.ret);
+  r.opt(6, returned, e.ret);
   r.opt(7, has & kStream, f.stream);
   r.opt(8, has & kBytes, f.bytes);
   r.opt(9, (has & kOp) && f.op >= 0, f.op);

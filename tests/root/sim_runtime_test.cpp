@@ -35,6 +35,30 @@ class SimRuntime : public ::testing::Test {
     return f.ok() ? std::move(f.value()) : nullptr;
   }
 
+  // Traces `launch_storm --calls N` on the simulated runtime, the agent given `flags` besides the
+  // library, in `in` (one agent per directory: its ready file lives there). The finished trace,
+  // or nullptr with the failure reported.
+  std::unique_ptr<store::TraceFile> trace_launch_storm(const TempDir& in,
+                                                       std::vector<std::string> flags, int calls) {
+    const std::string db = in.file("t.db");
+    flags.insert(flags.begin(), {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"});
+    Agent agent(db, flags, in);
+    if (!agent.ready()) {
+      ADD_FAILURE() << agent.stderr_text();
+      return nullptr;
+    }
+    RunResult w = run({workload("launch_storm"), "--calls", std::to_string(calls)});
+    EXPECT_EQ(w.exit_code, 0) << w.err;
+    const int agent_exit = agent.stop();
+    EXPECT_EQ(agent_exit, 0) << agent.stderr_text();
+    last_agent_stderr = agent.stderr_text();
+    return w.exit_code == 0 && agent_exit == 0 ? open_trace(db) : nullptr;
+  }
+  std::string last_agent_stderr;
+  // FROM/WHERE clause selecting the launches of a trace of launch_storm.
+  static constexpr const char* kLaunches =
+      " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel'";
+
  protected:
   void SetUp() override {
     if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
@@ -134,18 +158,10 @@ TEST_F(SimRuntime, LibraryCopyIsPickedUpWithoutTheSyscallFamily) {
 
 // A deliberately tiny ring: the kernel cannot hand everything over, and says how much it dropped.
 TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
-  const std::string db = dir.file("t.db");
-  const std::string lib = sim_dir() + "/libcudart.so.13";
-  Agent agent(db, {"--no-host-libs", "--lib", lib, "--ring-kb", "4"}, dir);
-  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   const int calls = 200000;
-  RunResult w = run({workload("launch_storm"), "--calls", std::to_string(calls)});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
-  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-  auto f = open_trace(db);
+  auto f = trace_launch_storm(dir, {"--ring-kb", "4"}, calls);
   ASSERT_TRUE(f);
-  const int64_t stored = scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api "
-                                    "WHERE a.name = 'cudaLaunchKernel'");
+  const int64_t stored = scalar(*f, std::string("SELECT count(*)") + kLaunches);
   const int64_t lost = scalar(*f, "SELECT count FROM losses WHERE source = 'bpf' AND "
                                   "cause = 'events_ring_full'");
   EXPECT_GT(lost, 0);
@@ -153,7 +169,7 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
   // Every launch is either stored or counted as lost (off-CPU records share the ring, so the
   // lost count may also include some of those).
   EXPECT_GE(stored + lost, calls);
-  EXPECT_NE(agent.stderr_text().find("LOST"), std::string::npos) << agent.stderr_text();
+  EXPECT_NE(last_agent_stderr.find("LOST"), std::string::npos) << last_agent_stderr;
 }
 
 // A launch's stream is a stack word, whose read costs more than the rest of the probe: by default
@@ -162,22 +178,13 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
 // read is the one the workload created (the same handle its cudaStreamSynchronize passes in a
 // register).
 TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
-  const std::string lib = sim_dir() + "/libcudart.so.13";
   const int calls = 640;
   for (const int every : {64, 1}) {
     SCOPED_TRACE("--launch-arg-sampling " + std::to_string(every));
-    TempDir run_dir;  // the agent's ready file lives there: one per agent
-    const std::string db = run_dir.file("t.db");
-    Agent agent(db, {"--no-host-libs", "--lib", lib, "--launch-arg-sampling",
-                     std::to_string(every)}, run_dir);
-    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-    RunResult w = run({workload("launch_storm"), "--calls", std::to_string(calls)});
-    ASSERT_EQ(w.exit_code, 0) << w.err;
-    ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-    auto f = open_trace(db);
+    TempDir run_dir;
+    auto f = trace_launch_storm(run_dir, {"--launch-arg-sampling", std::to_string(every)}, calls);
     ASSERT_TRUE(f);
-    const std::string launches =
-        " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel'";
+    const std::string launches = kLaunches;
     ASSERT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
     EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / every);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 2 AND stream IS NULL"),
@@ -189,6 +196,25 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stream = " + std::to_string(stream)),
               calls / every);
   }
+}
+
+// --entry-only launch: launches are recorded by their entry probe alone (no duration, no return
+// code, flags bit 2) and no return probe is attached for them, so no return finds its call
+// missing; other calls keep their durations. The trace says which category was entry-only.
+TEST_F(SimRuntime, EntryOnlyLaunchesAreRecordedWithoutReturnProbes) {
+  const int calls = 500;
+  auto f = trace_launch_storm(dir, {"--entry-only", "launch"}, calls);
+  ASSERT_TRUE(f);
+  const std::string launches = kLaunches;
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND dur IS NULL AND ret IS NULL AND "
+                       "flags & 4 AND tpb IS NOT NULL"), calls);
+  EXPECT_GT(scalar(*f, "SELECT c.dur FROM api_calls c JOIN apis a ON a.id = c.api "
+                       "WHERE a.name = 'cudaStreamSynchronize'"), 0);
+  EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM event_counts "
+                       "WHERE source = 'return_unmatched'"), 0);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'returns:launch' AND "
+                       "state = 'off'"), 1);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ TEST(TraceFlags, BadInputGetsOneLineAndNonZeroExit) {
       {{"trace", "--duration", "soon"}, "not a duration"},
       {{"trace", "--ring-kb", "3"}, "power of two"},
       {{"trace", "--launch-arg-sampling", "48"}, "launch-arg-sampling"},
+      {{"trace", "--entry-only", "launch,lunch"}, "lunch"},
       {{"trace", "--no-such-flag"}, "no-such-flag"},
       {{"trace", "--without", "syscalls,gpu"}, "gpu"},
       {{"frobnicate"}, "frobnicate"},

@@ -462,6 +462,23 @@ TEST(AnalysisDetectors, ProbeFamiliesThatWereNotOnAreCaveats) {
   EXPECT_NE(texts[1].find("trace --without"), std::string::npos) << texts[1];
 }
 
+// trace --entry-only CATEGORY is stored as the family "returns:CATEGORY": its calls have no
+// durations, which the report must say rather than present as zero-length calls.
+TEST(AnalysisDetectors, EntryOnlyCategoriesAreCaveats) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  train(b, 0, 1'000, 10, 9.65);
+  b.rows().families_off = {{"returns:launch", "off", "trace --entry-only"}};
+  const Report r = analyze(b.build());
+  std::vector<std::string> texts;
+  for (const Caveat& c : r.caveats)
+    if (c.kind == "entry_only" || c.kind.starts_with("family_")) texts.push_back(c.kind + ": " + c.text);
+  ASSERT_EQ(texts.size(), 1u);
+  EXPECT_NE(texts[0].find("entry_only: launch calls were recorded at entry only"),
+            std::string::npos) << texts[0];
+  EXPECT_NE(texts[0].find("no duration"), std::string::npos) << texts[0];
+}
+
 TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {
   std::set<std::string_view> kinds;
   for (const Detector& d : detectors()) {

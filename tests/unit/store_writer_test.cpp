@@ -164,6 +164,35 @@ TEST(StoreWriter, SampledOutLaunchArgumentsAreNull) {
                   {"NULL", "4198400", "NULL", "NULL", "2"}}));
 }
 
+// A call recorded at entry only (GW_FLAG_NO_RETURN, trace --entry-only) has no duration, return
+// code or out-pointer value: NULL, not the zeros the record carries. Its arguments are kept.
+TEST(StoreWriter, EntryOnlyCallsHaveNoDurationReturnOrOutValue) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  auto w = make_writer(path);
+  ASSERT_TRUE(w);
+  ApiCall launch = call("cudaLaunchKernel", kStart + 10, 0, 100, 102);
+  launch.f.addr = 0x401000;
+  launch.f.blocks = 8;
+  launch.f.threads_per_block = 32;
+  launch.flags = GW_FLAG_NO_RETURN;
+  ApiCall alloc = call("cudaMalloc", kStart + 20, 0, 100, 102);
+  alloc.f.bytes = 4096;
+  alloc.f.addr = 0;  // the out-pointer is read at return
+  alloc.flags = GW_FLAG_NO_RETURN;
+  ApiCall returned = call("cudaMalloc", kStart + 30, 700, 100, 102);
+  returned.f.bytes = 4096;
+  returned.f.addr = 0x7000;
+  ASSERT_TRUE(w->write_batch(std::vector<Event>{launch, alloc, returned}).ok());
+  ASSERT_TRUE(w->finish(kStart + kMs).ok());
+  auto f = open_trace(path);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(rows(*f, "SELECT dur, ret, bytes, addr, blocks, tpb, flags FROM api_calls ORDER BY ts"),
+            (Rows{{"NULL", "NULL", "NULL", "4198400", "8", "32", "4"},
+                  {"NULL", "NULL", "4096", "NULL", "NULL", "NULL", "4"},
+                  {"700", "0", "4096", "28672", "NULL", "NULL", "0"}}));
+}
+
 TEST(StoreWriter, EveryOtherEventKindRoundTrips) {
   TempDir dir;
   const std::string path = dir.file("t.db");

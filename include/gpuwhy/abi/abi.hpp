@@ -16,6 +16,7 @@ static_assert(sizeof(gw_arg_slot) == 4);
 static_assert(sizeof(gw_api_spec) == 40);
 static_assert(offsetof(gw_api_spec, out_reg) == 32);
 static_assert(offsetof(gw_api_spec, launch) == 34);
+static_assert(offsetof(gw_api_spec, entry_only) == 35);
 static_assert(sizeof(gw_api_call) == 120);
 static_assert(offsetof(gw_api_call, duration_ns) == 24);
 static_assert(offsetof(gw_api_call, args) == 32);

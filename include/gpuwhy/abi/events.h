@@ -48,6 +48,9 @@ struct gw_event_header {
 /* A launch whose in-memory arguments (stack words, launch-config fields: the stream among them)
  * were not read on this call: gw_config.launch_read_mask samples them; their fields are unknown. */
 #define GW_FLAG_ARGS_SAMPLED_OUT 0x2
+/* A call of an entry-only API (gw_api_spec.entry_only): recorded at entry, no return probe, so
+ * no duration, return value or out-pointer value. */
+#define GW_FLAG_NO_RETURN 0x4
 
 /* ---- GPU API calls ------------------------------------------------------------------------ */
 
@@ -74,7 +77,8 @@ struct gw_api_spec {
 	__s8 out_reg; /* argument register holding an out-pointer whose u64 is read at return; -1 */
 	__u8 enabled;
 	__u8 launch;  /* 1: a kernel launch, whose in-memory arguments are sampled (launch_read_mask) */
-	__u8 pad[5];
+	__u8 entry_only; /* 1: no return probe; the entry writes the record (GW_FLAG_NO_RETURN) */
+	__u8 pad[4];
 };
 
 struct gw_api_call {

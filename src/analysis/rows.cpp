@@ -188,6 +188,13 @@ void TraceRows::set_ext(CallRow& c, const CallExt& e) {
   call_ext.push_back(e);
 }
 
+bool TraceRows::entry_only(Category c) const {
+  if (c == kUnknownCategory) return false;
+  const std::string family = "returns:" + std::string(category_name(c));
+  return std::any_of(families_off.begin(), families_off.end(),
+                     [&](const FamilyOff& f) { return f.family == family; });
+}
+
 std::string_view TraceRows::string(uint32_t id) const {
   auto it = strings.find(id);
   return it == strings.end() ? std::string_view() : std::string_view(it->second);

@@ -163,6 +163,9 @@ struct TraceRows {
     std::string family, state, detail;
   };
   std::vector<FamilyOff> families_off;
+  // Were calls of this category recorded at entry only (trace --entry-only; family
+  // "returns:<category>")? Their durations read as 0 and mean "unknown".
+  bool entry_only(Category c) const;
 
   std::vector<CallRow> calls;
   // Allocation and free calls from the start of the trace to the window's end (any thread, sorted

@@ -159,6 +159,7 @@ std::vector<OpStats> finish_ops(const TraceRows& rows, const std::vector<ThreadO
     s.dur = op.dur;
     s.errors = op.errors;
     s.bytes = op.bytes;
+    s.entry_only = rows.entry_only(s.cat);
     out.push_back(std::move(s));
   }
   sort_ops(out);

@@ -21,6 +21,7 @@ struct OpStats {
   DurStats dur;
   uint64_t errors = 0;  // calls that returned non-zero
   uint64_t bytes = 0;   // copies, memsets, allocations, collectives
+  bool entry_only = false;  // recorded at entry only (trace --entry-only): `dur` is meaningless
 };
 
 struct ThreadStats {

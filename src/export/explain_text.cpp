@@ -53,6 +53,10 @@ std::vector<std::vector<std::string>> op_rows(const std::vector<OpStats>& ops, s
       {"operation", "calls", "total", "p50", "p90", "p99", "max", "p99/p50"}};
   for (size_t i = 0; i < ops.size() && i < limit; ++i) {
     const OpStats& o = ops[i];
+    if (o.entry_only) {  // no durations were recorded
+      rows.push_back({o.name, fmt_count(o.dur.count), "entry only", "-", "-", "-", "-", "-"});
+      continue;
+    }
     rows.push_back({o.name, fmt_count(o.dur.count), fmt_duration(o.dur.total_ns),
                     fmt_duration(o.dur.p50), fmt_duration(o.dur.p90), fmt_duration(o.dur.p99),
                     fmt_duration(o.dur.max), ratio(o.dur.tail_ratio())});

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/explain.hpp"
+#include "export/explain_render.hpp"
 #include "analysis_test_util.hpp"
 
 namespace gpuwhy::analysis {
@@ -477,6 +478,24 @@ TEST(AnalysisDetectors, EntryOnlyCategoriesAreCaveats) {
   EXPECT_NE(texts[0].find("entry_only: launch calls were recorded at entry only"),
             std::string::npos) << texts[0];
   EXPECT_NE(texts[0].find("no duration"), std::string::npos) << texts[0];
+  // The operation table counts them but shows no durations; syncs keep theirs.
+  int seen = 0;
+  for (const OpStats& o : r.stats.ops) {
+    EXPECT_EQ(o.entry_only, o.name == "cudaLaunchKernel") << o.name;
+    seen += o.name == "cudaLaunchKernel" || o.name == "cudaStreamSynchronize";
+  }
+  EXPECT_EQ(seen, 2);
+  const std::string text = render::explain_text(r);
+  EXPECT_NE(text.find("entry only"), std::string::npos) << text;
+  const auto json = render::explain_json(r);
+  bool launch_json = false;
+  for (const auto& op : json["stats"]["ops"]) {
+    if (op["name"] != "cudaLaunchKernel") continue;
+    launch_json = true;
+    EXPECT_TRUE(op["entry_only"].get<bool>());
+    EXPECT_TRUE(op["p50_ns"].is_null());
+  }
+  EXPECT_TRUE(launch_json) << json.dump();
 }
 
 TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {

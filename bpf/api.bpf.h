@@ -201,6 +201,12 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 			gw_count(GW_CNT_STACK_FAIL);
 	}
 	if (spec->entry_only) {
+		/* With the stack full, the slot was its oldest call's: that call is lost, as a push
+		 * would have lost it. */
+		if (tc->depth == GW_OPEN_CALLS) {
+			tc->depth--;
+			gw_count(GW_CNT_PENDING_FULL);
+		}
 		p->flags |= GW_FLAG_NO_RETURN;
 		gw_emit_call(tc, p, cookie, p->ts, 0);
 		return 0;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "cli/commands.hpp"
 #include "catalog/api_catalog.hpp"
+#include "cli/commands.hpp"
 #include "cli/trace_session.hpp"
 #include "core/clock.hpp"
 

@@ -9,6 +9,8 @@
 //     Plain: zigzag(value)
 //     Dict:  n (1..256), n zigzag deltas of the ascending distinct values, then one u8 index per
 //            present row
+//     Bits:  (format 2) as Dict with n <= 16, the indexes packed into b = bits(n - 1) (1..4) bits
+//            each, row i at bit i*b of the byte string (low bits first), ceil(count*b/8) bytes
 // Arithmetic on values is modulo 2^64, so any int64 (pointers, u64 bit patterns) round-trips.
 #include "store/chunk_codec.hpp"
 
@@ -18,9 +20,19 @@
 namespace gpuwhy::store {
 namespace {
 
-enum Mode : uint8_t { kNull = 0, kConst = 1, kDelta = 2, kPlain = 3, kDict = 4 };
+enum Mode : uint8_t { kNull = 0, kConst = 1, kDelta = 2, kPlain = 3, kDict = 4, kBits = 5 };
 constexpr uint8_t kHasBitmap = 0x08;
 constexpr size_t kMaxDict = 256;
+// A dictionary this small packs its indexes into bits: flags, cpu, api and op columns take one
+// to four distinct values per thread, a byte each in a plain dictionary.
+constexpr size_t kMaxBitsDict = 16;
+
+// Bits per index of a dictionary of n (2..16) values.
+uint32_t index_bits(size_t n) {
+  uint32_t b = 1;
+  while ((size_t{1} << b) < n) ++b;
+  return b;
+}
 
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t u) { return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1)); }
@@ -67,25 +79,28 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
     prev = x;
   }
   std::vector<int64_t> dict;
-  size_t dict_size = SIZE_MAX;
+  size_t dict_size = SIZE_MAX, bits_size = SIZE_MAX;
   if (!constant) {
     dict = v;
     std::sort(dict.begin(), dict.end());
     dict.erase(std::unique(dict.begin(), dict.end()), dict.end());
     if (dict.size() <= kMaxDict) {
-      dict_size = varint_size(dict.size()) + v.size();
+      size_t values = varint_size(dict.size());
       int64_t p = 0;
       for (int64_t x : dict) {
-        dict_size += varint_size(zigzag(minus(x, p)));
+        values += varint_size(zigzag(minus(x, p)));
         p = x;
       }
+      dict_size = values + v.size();
+      if (dict.size() <= kMaxBitsDict) bits_size = values + (v.size() * index_bits(dict.size()) + 7) / 8;
     }
   }
   Mode mode = constant ? kConst : kPlain;
   if (!constant) {
     size_t best = plain;
     if (delta < best) mode = kDelta, best = delta;
-    if (dict_size < best) mode = kDict;
+    if (dict_size < best) mode = kDict, best = dict_size;
+    if (bits_size < best) mode = kBits;
   }
   out.push_back(static_cast<char>(mode | (all_present ? 0 : kHasBitmap)));
   if (!all_present) {
@@ -108,15 +123,31 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
     case kPlain:
       for (int64_t x : v) put_varint(out, zigzag(x));
       break;
-    case kDict: {
+    case kDict:
+    case kBits: {
       put_varint(out, dict.size());
       int64_t p = 0;
       for (int64_t x : dict) {
         put_varint(out, zigzag(minus(x, p)));
         p = x;
       }
-      for (int64_t x : v)
-        out.push_back(static_cast<char>(std::lower_bound(dict.begin(), dict.end(), x) - dict.begin()));
+      auto index = [&](int64_t x) {
+        return static_cast<uint8_t>(std::lower_bound(dict.begin(), dict.end(), x) - dict.begin());
+      };
+      if (mode == kDict) {
+        for (int64_t x : v) out.push_back(static_cast<char>(index(x)));
+        break;
+      }
+      const uint32_t b = index_bits(dict.size());
+      const size_t at = out.size();
+      out.append((v.size() * b + 7) / 8, '\0');
+      // b divides 8 or not (3 bits): an index may straddle two bytes.
+      for (size_t i = 0; i < v.size(); ++i) {
+        const size_t bit = i * b;
+        const uint32_t word = static_cast<uint32_t>(index(v[i])) << (bit % 8);
+        out[at + bit / 8] = static_cast<char>(out[at + bit / 8] | (word & 0xff));
+        if (word >> 8) out[at + bit / 8 + 1] = static_cast<char>(out[at + bit / 8 + 1] | (word >> 8));
+      }
       break;
     }
     default:
@@ -212,7 +243,8 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
   Cursor in(blob);
   const uint8_t format = in.byte();
   if (!in.ok()) return corrupt("empty chunk");
-  if (format != kChunkFormat)
+  // Format 1 is format 2 without the Bits encoding: a reader of 2 reads both.
+  if (format != kChunkFormat && format != 1)
     return Error{"event chunk format " + std::to_string(format) + " is not known to this gpuwhy",
                  "analyse the file with the gpuwhy version that recorded it, or a newer one"};
   const uint64_t rows = in.varint(), columns = in.varint();
@@ -256,18 +288,38 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
       case kPlain:
         each_present([&] { return unzigzag(in.varint()); });
         break;
-      case kDict: {
+      case kDict:
+      case kBits: {
         const uint64_t n = in.varint();
-        if (!in.ok() || n == 0 || n > kMaxDict) return corrupt("bad dictionary");
+        const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
+        if (!in.ok() || n == 0 || n > max || (mode == kBits && format < 2))
+          return corrupt("bad dictionary");
         int64_t dict[kMaxDict];
         int64_t p = 0;
         for (uint64_t i = 0; i < n; ++i) dict[i] = p = plus(p, unzigzag(in.varint()));
         bool bad = false;
-        each_present([&] {
-          const uint8_t i = in.byte();
-          bad = bad || i >= n;
-          return dict[i < n ? i : 0];
-        });
+        if (mode == kDict) {
+          each_present([&] {
+            const uint8_t i = in.byte();
+            bad = bad || i >= n;
+            return dict[i < n ? i : 0];
+          });
+        } else {
+          const uint32_t b = index_bits(n < 2 ? 2 : n), mask = (1u << b) - 1;
+          size_t count = 0;
+          for (uint32_t r = 0; r < rows; ++r) count += pres[r];
+          const uint8_t* bits = in.take((count * b + 7) / 8);
+          if (!bits) break;
+          size_t i = 0;
+          each_present([&] {
+            const size_t bit = i++ * b;
+            uint32_t word = bits[bit / 8];
+            if (bit % 8 + b > 8) word |= static_cast<uint32_t>(bits[bit / 8 + 1]) << 8;
+            const uint32_t k = (word >> (bit % 8)) & mask;
+            bad = bad || k >= n;
+            return dict[k < n ? k : 0];
+          });
+        }
         if (bad) return corrupt("dictionary index out of range");
         break;
       }

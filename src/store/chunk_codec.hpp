@@ -2,8 +2,8 @@
 // Column-oriented encoding of a block ("chunk") of integer rows: the storage format of the
 // high-rate event tables (api_calls, offcpu, ...). One chunk holds the rows of one thread, sorted
 // by time; each column is stored on its own as all-NULL, one constant, a dictionary of at most
-// 256 values, deltas from the previous row or plain values (zigzag varints), whichever is
-// smallest, with a presence bitmap when the column has NULLs. Time columns become 1-3 byte deltas
+// 256 values (at most 16: indexes packed into bits), deltas from the previous row or plain values
+// (zigzag varints), whichever is smallest, with a presence bitmap when the column has NULLs. Time columns become 1-3 byte deltas
 // and pointers repeat (a few streams, a few kernels), so a GPU API call takes ~10-20 bytes
 // instead of a ~75-byte SQLite row plus its index entry, and decoding it is a tight loop instead
 // of SQLite's record parser. See docs/schema.md "Chunked event tables".
@@ -20,7 +20,8 @@
 namespace gpuwhy::store {
 
 // First byte of every chunk blob. A reader refuses other formats (a newer writer's) by name.
-inline constexpr uint8_t kChunkFormat = 1;
+// 2: small dictionaries' indexes packed into bits; format 1 chunks (older files) still read.
+inline constexpr uint8_t kChunkFormat = 2;
 // Rows in a full chunk. Large enough that per-chunk overhead (one SQLite row, the column headers)
 // is noise, small enough that a time window skips most of a long trace without decoding it.
 inline constexpr uint32_t kChunkRows = 4096;

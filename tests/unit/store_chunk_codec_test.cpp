@@ -34,6 +34,8 @@ enum Col : uint32_t {
   kConstNulls,  // one value, some NULLs
   kDictNulls,   // dictionary with NULLs
   kNegDelta,    // decreasing values
+  kTwoValues,   // 0 / 2, like api_calls.flags: indexes packed one bit each
+  kFiveValues,  // 5 distinct: three bits per index, some straddling two bytes
   kColumns
 };
 
@@ -69,6 +71,8 @@ std::vector<TestRow> random_rows(uint32_t n, uint64_t seed) {
     else
       row.v[kDictNulls] = static_cast<int64_t>(pick(7)) - 3;
     row.v[kNegDelta] = 1'000'000 - static_cast<int64_t>(r) * 3;
+    row.v[kTwoValues] = pick(64) == 0 ? 0 : 2;
+    row.v[kFiveValues] = static_cast<int64_t>(0x7f0000000000 + pick(5) * 64);
   }
   return rows;
 }
@@ -205,6 +209,40 @@ TEST(ChunkCodec, CorruptBytesNeverCrash) {
       }
     }
   EXPECT_GT(errors, 0u);
+}
+
+// A two-valued column costs a bit per row (plus its two values), not a byte; 17 values still
+// take a byte each.
+TEST(ChunkCodec, SmallDictionariesPackTheirIndexesIntoBits) {
+  std::vector<TestRow> alone, two, wide;
+  for (uint32_t r = 0; r < kChunkRows; ++r) {
+    alone.push_back({{static_cast<int64_t>(r)}, 0});
+    two.push_back({{static_cast<int64_t>(r), r % 64 == 0 ? 0 : 2}, 0});
+    wide.push_back({{static_cast<int64_t>(r), static_cast<int64_t>(r % 17)}, 0});
+  }
+  const size_t base = encode(alone, 1, 0).size();
+  const std::string packed = encode(two, 2, 0), bytes = encode(wide, 2, 0);
+  expect_decodes_to(packed, two, 2, 0);
+  expect_decodes_to(bytes, wide, 2, 0);
+  EXPECT_LE(packed.size() - base, size_t{kChunkRows} / 8 + 8) << "one bit per row";
+  EXPECT_GE(bytes.size() - base, size_t{kChunkRows}) << "a byte per row";
+}
+
+// Files written before the bit-packed dictionaries have format-1 chunks: still read. A format-1
+// chunk cannot hold the new encoding: one that does is damage.
+TEST(ChunkCodec, FormatOneChunksStillRead) {
+  std::vector<TestRow> wide, two;
+  for (uint32_t r = 0; r < 300; ++r) {
+    wide.push_back({{static_cast<int64_t>(r), static_cast<int64_t>(r % 17)}, 0});
+    two.push_back({{static_cast<int64_t>(r), r % 2 ? 5 : 9}, 0});
+  }
+  std::string old = encode(wide, 2, 0);  // plain dictionary and deltas: valid in format 1
+  old[0] = 1;
+  expect_decodes_to(old, wide, 2, 0);
+  std::string bad = encode(two, 2, 0);
+  bad[0] = 1;
+  Chunk c;
+  EXPECT_FALSE(decode_chunk(bad, c).ok());
 }
 
 TEST(ChunkCodec, UnknownFormatIsNamed) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Every benchmark, one after the other (about 6 minutes on 2 idle cores, 12 under load), then all
+# Every benchmark, one after the other (about 20 minutes on 2 idle cores), then all
 # their tables in $GW_BENCH_OUT/results.md. Build first: cmake --build $GW_BUILD --target gw_bench.
 # The machine should be otherwise idle; on a shared one, read medians and spreads, and rerun.
 #

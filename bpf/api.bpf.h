@@ -151,8 +151,8 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	struct gw_thread_calls *tc = gw_traced_thread();
 	struct gw_api_spec *spec;
 	struct gw_open_call *p;
-	__u64 regs[8];
-	bool read_mem = true;
+	__u64 regs[8], span[8] = {};
+	bool read_mem = true, span_ok = false;
 	int i;
 
 	if (!tc)
@@ -172,6 +172,24 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	p->api = api;
 	p->flags = 0;
 	gw_load_args(ctx, regs);
+	/* The memory words in one read where the spec has a span (all catalogued APIs). */
+	if (read_mem && spec->span_src) {
+		/* Loaded on its own: clang would otherwise pick between the context and the stack
+		 * array by pointer, and the verifier refuses a load through a moved context pointer. */
+		__u64 sp = PT_REGS_SP(ctx), base;
+		__u32 len = spec->span_len;
+
+		asm volatile("" : "+r"(sp));
+		base = spec->span_src == GW_ARG_STACK ? sp : regs[spec->span_reg & 7];
+
+		if (base && len >= 8 && len <= sizeof(span)) {
+			span_ok = !bpf_probe_read_user(span, len, (void *)(base + spec->span_lo));
+			if (!span_ok) {
+				p->flags |= GW_FLAG_READ_FAULT;
+				gw_count(GW_CNT_READ_FAULT);
+			}
+		}
+	}
 	for (i = 0; i < 8; i++) {
 		struct gw_arg_slot s = spec->args[i];
 		__u64 v = 0;
@@ -180,6 +198,11 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 			v = regs[s.index & 7];
 		} else if (!read_mem && s.src != GW_ARG_NONE) {
 			p->flags |= GW_FLAG_ARGS_SAMPLED_OUT;
+		} else if (spec->span_src && s.src != GW_ARG_NONE) {
+			__u32 off = s.src == GW_ARG_STACK ? 8 * (__u32)s.index : s.offset;
+
+			if (span_ok)
+				v = span[((off - spec->span_lo) >> 3) & 7];
 		} else if (s.src == GW_ARG_STACK) {
 			if (gw_read_user_u64(&v, PT_REGS_SP(ctx) + 8 * (__u64)s.index))
 				p->flags |= GW_FLAG_READ_FAULT;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "catalog/api_catalog.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 
 namespace gpuwhy {
 namespace {
@@ -265,6 +267,28 @@ gw_api_spec make_spec(const ApiInfo& api) {
   spec.out_reg = api.out_reg;
   spec.enabled = 1;
   spec.launch = api.category == Category::Launch ? 1 : 0;
+  // One span over the memory words when they share a base and 8-byte alignment (every API in the
+  // catalogue does): one user-memory read instead of one per word.
+  uint8_t src = GW_ARG_NONE, reg = 0;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  bool one_span = true;
+  for (const ArgUse& u : api.args) {
+    if (u.from.src != GW_ARG_STACK && u.from.src != GW_ARG_DEREF) continue;
+    const uint32_t off = u.from.src == GW_ARG_STACK ? 8u * u.from.index : u.from.offset;
+    const uint8_t base = u.from.src == GW_ARG_DEREF ? u.from.index : 0;
+    if (src != GW_ARG_NONE && (u.from.src != src || base != reg)) one_span = false;
+    src = u.from.src;
+    reg = base;
+    if (lo != UINT32_MAX && (off - lo) % 8 != 0) one_span = false;
+    lo = std::min(lo, off);
+    hi = std::max(hi, off + 8);
+  }
+  if (src != GW_ARG_NONE && one_span && hi - lo <= 64 && lo <= 255 && (hi - lo) % 8 == 0) {
+    spec.span_src = src;
+    spec.span_reg = reg;
+    spec.span_lo = static_cast<uint8_t>(lo);
+    spec.span_len = static_cast<uint8_t>(hi - lo);
+  }
   return spec;
 }
 

@@ -152,5 +152,30 @@ TEST(Clock, ParsesDurations) {
   EXPECT_EQ(parse_duration_ns("-3s"), -1);
 }
 
+// The BPF spec reads an API's in-memory words with one read over the span that covers them:
+// cuLaunchKernel's block z and stream (stack words 1 and 3: 24 bytes from rsp+8), a launch
+// config's four fields (offsets 0..39 behind the config register), cudaLaunchKernel's stream
+// (one word); register-only APIs have no span.
+TEST(Decode, SpecsReadMemoryWordsInOneSpan) {
+  struct Want {
+    const char* api;
+    uint8_t src, reg, lo, len;
+  };
+  for (const Want& w : {Want{"cuLaunchKernel", GW_ARG_STACK, 0, 8, 24},
+                        Want{"cuLaunchKernelEx", GW_ARG_DEREF, 0, 0, 40},
+                        Want{"cudaLaunchKernelExC", GW_ARG_DEREF, 0, 0, 40},
+                        Want{"cudaLaunchKernel", GW_ARG_STACK, 0, 16, 8},
+                        Want{"cudaMemcpyAsync", GW_ARG_NONE, 0, 0, 0}}) {
+    SCOPED_TRACE(w.api);
+    const ApiInfo* api = find_api(w.api);
+    ASSERT_NE(api, nullptr);
+    const gw_api_spec s = make_spec(*api);
+    EXPECT_EQ(s.span_src, w.src);
+    EXPECT_EQ(s.span_reg, w.reg);
+    EXPECT_EQ(s.span_lo, w.lo);
+    EXPECT_EQ(s.span_len, w.len);
+  }
+}
+
 }  // namespace
 }  // namespace gpuwhy::reader

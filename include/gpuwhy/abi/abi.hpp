@@ -17,6 +17,7 @@ static_assert(sizeof(gw_api_spec) == 40);
 static_assert(offsetof(gw_api_spec, out_reg) == 32);
 static_assert(offsetof(gw_api_spec, launch) == 34);
 static_assert(offsetof(gw_api_spec, entry_only) == 35);
+static_assert(offsetof(gw_api_spec, span_len) == 39);
 static_assert(sizeof(gw_api_call) == 120);
 static_assert(offsetof(gw_api_call, duration_ns) == 24);
 static_assert(offsetof(gw_api_call, args) == 32);

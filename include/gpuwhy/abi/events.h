@@ -78,7 +78,14 @@ struct gw_api_spec {
 	__u8 enabled;
 	__u8 launch;  /* 1: a kernel launch, whose in-memory arguments are sampled (launch_read_mask) */
 	__u8 entry_only; /* 1: no return probe; the entry writes the record (GW_FLAG_NO_RETURN) */
-	__u8 pad[4];
+	/* The API's in-memory words lie in one span, read with one user-memory read (a read costs
+	 * ~100 ns: cuLaunchKernel's two stack words, a launch config's four fields): span_len bytes
+	 * (8..64) from span_lo bytes past the stack pointer (span_src GW_ARG_STACK) or past argument
+	 * register span_reg (GW_ARG_DEREF). span_src 0: each memory word is read on its own. */
+	__u8 span_src;
+	__u8 span_reg;
+	__u8 span_lo;
+	__u8 span_len;
 };
 
 struct gw_api_call {

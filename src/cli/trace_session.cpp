@@ -313,11 +313,17 @@ int TraceSession::run() {
         std::find(entry_only.begin(), entry_only.end(), category_name(api.category)) ==
             entry_only.end())
       entry_only.push_back(category_name(api.category));
-  for (std::string_view c : entry_only)
+  for (std::string_view c : entry_only) {
     if (Status s = rec_->writer().set_probe_family("returns:" + std::string(c), "off",
                                                    "trace --entry-only");
         !s)
       return fail(s.error().line());
+    // Launches and the like return at once; the other categories' durations are what explain
+    // measures host waits, copies and collectives with.
+    if (c != "launch" && c != "graph" && c != "stream_wait")
+      spdlog::warn("--entry-only {}: these calls will have no durations; explain cannot tell how "
+                   "long the host waited in them", c);
+  }
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
                                                  reader::RingReader::Options{});

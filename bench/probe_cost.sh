@@ -22,6 +22,8 @@
 #              duration to a histogram, deletes the entry             (comparable work, aggregated)
 #   bt_emit    bpftrace: the same pairing, the return printf()s tid and duration (one record per
 #              call through bpftrace's perf buffer; output to a file)
+#   bt_stack   bpftrace: entry only, counts calls per user stack (@[ustack] = count(): a stack id
+#              and a map update per call)
 #   gw         gpuwhy trace --no-host-libs --lib SIM --lib NULL         (entry+return paired in task
 #              storage, one ring record per call, plus its scheduler/syscall tracepoints)
 #   gw_stacks  the same with --stacks
@@ -29,6 +31,7 @@
 #              each traced call returns through, and every host syscall, skip the slow path)
 #   gw_entry   the same as gw with --entry-only launch (launches recorded by the entry probe alone,
 #              no return probe): compared with bt_entry, the entry-only floor
+#   gw_entry_stacks  --entry-only launch --stacks: compared with bt_stack
 #
 # Then, with kernel.bpf_stats_enabled=1 (restored afterwards), the run time of every BPF program of
 # gpuwhy, bt_pair and bt_work during one null loop (a breakdown, not a timing of the above).
@@ -45,7 +48,8 @@ SYS_CALLS=${SYS_CALLS:-1000000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 BPF_STATS=${BPF_STATS:-1}
-CONFIGS=(none bt_entry bt_pair bt_work bt_emit gw gw_nosys gw_entry gw_stacks)
+CONFIGS=(none bt_entry bt_pair bt_work bt_emit bt_stack gw gw_nosys gw_entry gw_stacks
+         gw_entry_stacks)
 WORKLOADS=(sim null sys)
 TSV=$GW_BENCH_OUT/probe_cost.tsv
 echo -e "round\tconfig\tworkload\tns_per_call\tlost" >"$TSV"
@@ -65,6 +69,7 @@ bt_prog() {  # config [libs...]: the bpftrace program, probing each lib (default
       bt_emit) p+="uprobe:$lib:cudaLaunchKernel { @start[tid] = nsecs; }
         uretprobe:$lib:cudaLaunchKernel /@start[tid]/ {
           printf(\"%d %d\\n\", tid, nsecs - @start[tid]); delete(@start[tid]); } " ;;
+      bt_stack) p+="uprobe:$lib:cudaLaunchKernel { @[ustack] = count(); } " ;;
     esac
   done
   echo "$p"
@@ -94,6 +99,9 @@ for ((r = 1; r <= RUNS; r++)); do
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_entry) TRACER_PREFIX=$A start_gpuwhy probe_gw_entry --no-host-libs --entry-only launch \
                   --lib "$SIM_CUDART" --lib "$NULL_CUDART"
+          run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
+      gw_entry_stacks) TRACER_PREFIX=$A start_gpuwhy probe_gw_entry_stacks --no-host-libs \
+                         --entry-only launch --stacks --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_stacks) TRACER_PREFIX=$A start_gpuwhy probe_gw_stacks --no-host-libs --stacks \
                    --lib "$SIM_CUDART" --lib "$NULL_CUDART"
@@ -180,10 +188,15 @@ added() {  # config workload -> per-round (config - none)
       done
       read -r rm rlo rhi _ < <(paste <(added gw_entry "$w") <(added bt_entry "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
       echo "- $w: gw_entry / bt_entry (entry-only floor), added cost per round: median ${rm}x [$rlo..$rhi]"
+      for pair in "gw_entry_stacks bt_entry" "gw_entry_stacks bt_stack" "gw_stacks bt_pair"; do
+        read -r g ref <<<"$pair"
+        read -r rm rlo rhi _ < <(paste <(added "$g" "$w") <(added "$ref" "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
+        echo "- $w: $g / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"
+      done
     fi
   done
   echo
-  echo "gpuwhy events lost per run (gw, gw_nosys, gw_entry, gw_stacks): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
+  echo "gpuwhy events lost per run (every gw configuration): $(awk -F'\t' '$2 ~ /^gw/ && $3 == "sim" {printf "%s ", $5}' "$TSV")"
   if [ -n "$STATS_MD" ]; then
     echo
     echo "BPF programs during one null-runtime loop of $NULL_CALLS traced calls (kernel.bpf_stats_enabled;"

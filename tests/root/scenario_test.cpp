@@ -2,6 +2,8 @@
 // The scenario suite: each workload on the simulated GPU runtime plants one root cause; the real
 // agent traces it with real eBPF; explain's top chain must name that cause, the right process
 // and thread, and for contention and locks the culprit. The clean baseline has no HIGH chain.
+// Every scenario runs twice: with the default probes, and in the cheapest mode (no syscall
+// family, launches recorded at entry only), whose report must reach the same verdicts.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -21,7 +23,20 @@ struct Scenario {
 
 void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
 
-class Scenarios : public ::testing::TestWithParam<Scenario> {
+struct TraceMode {
+  std::string suffix;              // test name suffix ("" for the default)
+  std::vector<std::string> flags;  // extra `gpuwhy trace` flags
+  std::vector<std::string> caveats;  // caveat kinds the report must then carry
+};
+
+void PrintTo(const TraceMode& m, std::ostream* os) { *os << (m.suffix.empty() ? "default" : m.suffix); }
+
+const TraceMode kModes[] = {
+    {"", {}, {}},
+    {"_cheap", {"--without", "syscalls", "--entry-only", "launch"}, {"family_off", "entry_only"}},
+};
+
+class Scenarios : public ::testing::TestWithParam<std::tuple<Scenario, TraceMode>> {
  protected:
   void SetUp() override {
     if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
@@ -53,10 +68,13 @@ json summary_of(const std::string& out) {
 }
 
 TEST_P(Scenarios, TopChainNamesThePlantedCause) {
-  const Scenario& sc = GetParam();
+  const Scenario& sc = std::get<0>(GetParam());
+  const TraceMode& mode = std::get<1>(GetParam());
   TempDir dir;
   const std::string db = dir.file("t.db");
-  Agent agent(db, {"--no-host-libs"}, dir);
+  std::vector<std::string> flags = {"--no-host-libs"};
+  flags.insert(flags.end(), mode.flags.begin(), mode.flags.end());
+  Agent agent(db, flags, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   std::vector<std::string> argv = {workload("sim_train"), "--scenario", sc.name};
   argv.insert(argv.end(), sc.args.begin(), sc.args.end());
@@ -73,6 +91,11 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   RunResult text = run({gpuwhy_binary(), "explain", "--db", db});
   SCOPED_TRACE("explain said:\n" + text.out + "\nworkload: " + w.out.substr(0, 600));
 
+  for (const std::string& kind : mode.caveats) {
+    bool found = false;
+    for (const json& c : report["caveats"]) found = found || c["kind"] == kind;
+    EXPECT_TRUE(found) << "the report should carry the caveat " << kind;
+  }
   const json& chains = report["chains"];
   if (sc.kind.empty()) {
     for (const json& c : chains) EXPECT_NE(c["severity"], "HIGH") << c["summary"];
@@ -120,7 +143,7 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
 
 INSTANTIATE_TEST_SUITE_P(
     Planted, Scenarios,
-    ::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},
+    ::testing::Combine(::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},
                       Scenario{"contention", {"--steps", "150", "--hog-threads", "3"}, "cpu_contention"},
                       Scenario{"lock", {"--steps", "150"}, "lock_wait"},
                       Scenario{"hidden-sync", {"--steps", "150", "--kernel-scale", "2"}, "hidden_sync"},
@@ -128,8 +151,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"alloc-churn", {"--steps", "100"}, "alloc_churn"},
                       Scenario{"launch-drop", {"--steps", "300"}, "rate_drop"},
                       Scenario{"straggler", {"--steps", "60"}, "nccl_straggler"}),
-    [](const ::testing::TestParamInfo<Scenario>& info) {
-      std::string n = info.param.name;
+                       ::testing::ValuesIn(kModes)),
+    [](const ::testing::TestParamInfo<std::tuple<Scenario, TraceMode>>& info) {
+      std::string n = std::get<0>(info.param).name + std::get<1>(info.param).suffix;
       std::replace(n.begin(), n.end(), '-', '_');
       return n;
     });

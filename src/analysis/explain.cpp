@@ -8,6 +8,7 @@
 #include "analysis/parallel.hpp"
 #include "analysis/units.hpp"
 #include "core/phase_timer.hpp"
+#include "store/store.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
@@ -121,8 +122,8 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                    "and sleeps cannot be seen"});
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
-    if (f.family.starts_with("returns:")) {  // trace --entry-only CATEGORY
-      const std::string category = f.family.substr(8);
+    if (f.family.starts_with(store::kEntryOnlyFamilyPrefix)) {  // trace --entry-only CATEGORY
+      const std::string category = f.family.substr(store::kEntryOnlyFamilyPrefix.size());
       out.push_back({"entry_only", category + " calls were recorded at entry only (trace " +
                                        "--entry-only " + category + "): they have no duration " +
                                        "or return code, and time inside them counts as time " +

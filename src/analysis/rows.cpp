@@ -6,6 +6,7 @@
 
 #include "analysis/addr_ranges.hpp"
 #include "analysis/parallel.hpp"
+#include "store/store.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
@@ -136,10 +137,7 @@ FilledCalls fill_calls(std::vector<CallRow>& calls, const CallFiller& filler) {
 }  // namespace
 
 Category category_from_name(std::string_view name) {
-  for (uint8_t c = 1; c <= static_cast<uint8_t>(Category::Init); ++c) {
-    if (category_name(static_cast<Category>(c)) == name) return static_cast<Category>(c);
-  }
-  return kUnknownCategory;
+  return category_of_name(name).value_or(kUnknownCategory);
 }
 
 ApiMeta make_api_meta(std::string_view name, std::string_view category) {
@@ -190,7 +188,7 @@ void TraceRows::set_ext(CallRow& c, const CallExt& e) {
 
 bool TraceRows::entry_only(Category c) const {
   if (c == kUnknownCategory) return false;
-  const std::string family = "returns:" + std::string(category_name(c));
+  const std::string family = store::entry_only_family(category_name(c));
   return std::any_of(families_off.begin(), families_off.end(),
                      [&](const FamilyOff& f) { return f.family == family; });
 }

@@ -221,6 +221,20 @@ std::string_view family_name(Family f) {
   return "?";
 }
 
+std::span<const Category> all_categories() {
+  static constexpr Category kAll[] = {
+      Category::Launch, Category::Copy,       Category::Memset,     Category::Alloc,
+      Category::Free,   Category::Sync,       Category::StreamWait, Category::Graph,
+      Category::Collective, Category::Group,  Category::Init};
+  return kAll;
+}
+
+std::optional<Category> category_of_name(std::string_view name) {
+  for (Category c : all_categories())
+    if (category_name(c) == name) return c;
+  return std::nullopt;
+}
+
 std::string_view category_name(Category c) {
   switch (c) {
     case Category::Launch: return "launch";

@@ -89,6 +89,12 @@ const ApiInfo* find_api(std::string_view name);
 
 std::string_view family_name(Family f);
 std::string_view category_name(Category c);
+// Every category, in enum order.
+std::span<const Category> all_categories();
+// The category with that name ("launch", "copy", ...), if any.
+std::optional<Category> category_of_name(std::string_view name);
+// A category's bit in a category set (1 << its value).
+inline uint32_t category_bit(Category c) { return 1u << static_cast<unsigned>(c); }
 // The library name prefix that identifies a family's runtime file ("libcudart", ...).
 std::string_view family_library_prefix(Family f);
 std::optional<Family> family_of_library(std::string_view file_name);

@@ -50,10 +50,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "more than the rest of the probe")
       ->capture_default_str();
   std::vector<std::string> categories;
-  for (const ApiInfo& api : api_catalog())
-    if (std::string name(category_name(api.category));
-        std::find(categories.begin(), categories.end(), name) == categories.end())
-      categories.push_back(name);
+  for (Category c : all_categories()) categories.emplace_back(category_name(c));
   cmd->add_option("--entry-only", flags->entry_only,
                   "Record these API categories at entry only, without a return probe "
                   "(comma-separated, e.g. launch): each call costs about half, but has no "
@@ -93,10 +90,8 @@ void add_trace_command(CLI::App& root, Runner& run) {
         return fail("--launch-arg-sampling must be a power of two from 1 to 1048576 (e.g. 64; 1 "
                     "reads every launch)", 2);
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
-      for (const ApiInfo& api : api_catalog())
-        if (std::find(flags->entry_only.begin(), flags->entry_only.end(),
-                      category_name(api.category)) != flags->entry_only.end())
-          opt.entry_only_categories |= 1u << static_cast<unsigned>(api.category);
+      for (const std::string& name : flags->entry_only)  // names checked by the option
+        opt.entry_only_categories |= category_bit(*category_of_name(name));
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
       opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
       opt.host_libraries = !flags->no_host_libs;

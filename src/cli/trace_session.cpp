@@ -307,22 +307,17 @@ int TraceSession::run() {
   }
   // Entry-only categories are stored as families of missing evidence too ("returns:launch"):
   // an offline explain must know their calls have no durations.
-  std::vector<std::string_view> entry_only;
-  for (const ApiInfo& api : api_catalog())
-    if ((opt_.entry_only_categories >> static_cast<unsigned>(api.category)) & 1u &&
-        std::find(entry_only.begin(), entry_only.end(), category_name(api.category)) ==
-            entry_only.end())
-      entry_only.push_back(category_name(api.category));
-  for (std::string_view c : entry_only) {
-    if (Status s = rec_->writer().set_probe_family("returns:" + std::string(c), "off",
-                                                   "trace --entry-only");
+  for (Category c : all_categories()) {
+    if (!(opt_.entry_only_categories & category_bit(c))) continue;
+    if (Status s = rec_->writer().set_probe_family(store::entry_only_family(category_name(c)),
+                                                   "off", "trace --entry-only");
         !s)
       return fail(s.error().line());
     // Launches and the like return at once; the other categories' durations are what explain
     // measures host waits, copies and collectives with.
-    if (c != "launch" && c != "graph" && c != "stream_wait")
+    if (c != Category::Launch && c != Category::Graph && c != Category::StreamWait)
       spdlog::warn("--entry-only {}: these calls will have no durations; explain cannot tell how "
-                   "long the host waited in them", c);
+                   "long the host waited in them", category_name(c));
   }
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,

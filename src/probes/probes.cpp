@@ -245,11 +245,12 @@ std::vector<AttachedSite> Probes::attach_library_single(
       out.push_back(std::move(r));
       continue;
     }
+    const bool want_return = !entry_only(*site.api);
     bpf_link* ret = nullptr;
-    if (!entry_only(*site.api))
+    if (want_return)
       ret = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_return, -1, lib.path.c_str(),
                                             r.offset, &ret_opts);
-    if (!ret && !entry_only(*site.api)) {
+    if (!ret && want_return) {
       r.error = std::string("return probe: ") + std::strerror(errno);
       bpf_link__destroy(entry);
       out.push_back(std::move(r));

@@ -96,7 +96,7 @@ class Probes {
   bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
   uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
   bool entry_only(const ApiInfo& api) const {
-    return (entry_only_ >> static_cast<unsigned>(api.category)) & 1u;
+    return (entry_only_ & category_bit(api.category)) != 0;
   }
   std::vector<int> multi_fds_;  // per library: an entry link, a return link unless all entry-only
   std::vector<bpf_link*> links_;

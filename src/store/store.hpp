@@ -23,6 +23,13 @@ namespace gpuwhy::store {
 // later within 2: readers present them over the events when a file has none (install_views).
 inline constexpr int kSchemaVersion = 2;
 
+// The probe_families row of an API category recorded at entry only (trace --entry-only):
+// "returns:<category>", state "off": its calls have no return data.
+inline constexpr std::string_view kEntryOnlyFamilyPrefix = "returns:";
+inline std::string entry_only_family(std::string_view category) {
+  return std::string(kEntryOnlyFamilyPrefix) + std::string(category);
+}
+
 struct SessionInfo {
   std::string host, kernel, agent_version, command_line;
   std::string pid_filter;  // empty: every process
@@ -60,7 +67,8 @@ class TraceWriter {
   Status add_lib_probe(uint16_t lib_id, uint16_t api_id, uint64_t offset, uint32_t skipped_bytes,
                        const std::string& error);
   Status set_library_probe_counts(uint16_t lib_id, uint32_t attached, uint32_t failed);
-  // One probe_families row (family, state, detail); detail empty: NULL.
+  // One probe_families row (family, state, detail); detail empty: NULL. An API category recorded
+  // at entry only is the family entry_only_family(category), state "off".
   Status set_probe_family(std::string_view family, std::string_view state, std::string_view detail);
   Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);

@@ -11,15 +11,16 @@
 #include "core/phase_timer.hpp"
 #include "store/chunk_codec.hpp"
 #include "store/chunked_tables.hpp"
+#include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
 
-bool has_table(sqlite3* db, const char* name) {
-  Query q(db,
-          std::string("SELECT 1 FROM sqlite_schema WHERE type='table' AND name='") + name + "'");
-  return q.ok() && q.step() == SQLITE_ROW;
+// Tables a file may predate (event_counts, probe_families); unreadable counts as absent.
+bool has_table(sqlite3* db, std::string_view name) {
+  const Result<bool> has = store::has_table(db, name);
+  return has && has.value();
 }
 
 // The latest event end among the last chunks written to each table: chunks arrive in near time
@@ -181,10 +182,7 @@ class PendingExt {
   void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start,
               TraceRows& rows) {
     for (size_t k = 0; k < part_start.size(); ++k) {
-      for (const auto& [row, e] : parts_[k]) {
-        calls[part_start[k] + row].ext = static_cast<uint32_t>(rows.call_ext.size());
-        rows.call_ext.push_back(e);
-      }
+      for (const auto& [row, e] : parts_[k]) rows.set_ext(calls[part_start[k] + row], e);
     }
   }
 

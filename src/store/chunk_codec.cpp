@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/wrapping.hpp"
+
 namespace gpuwhy::store {
 namespace {
 
@@ -36,12 +38,6 @@ uint32_t index_bits(size_t n) {
 
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t u) { return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1)); }
-int64_t minus(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-}
-int64_t plus(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
 
 size_t varint_size(uint64_t v) {
   size_t n = 1;
@@ -73,7 +69,7 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
   bool constant = true;
   int64_t prev = 0;
   for (int64_t x : v) {
-    delta += varint_size(zigzag(minus(x, prev)));
+    delta += varint_size(zigzag(wrapping_sub(x, prev)));
     plain += varint_size(zigzag(x));
     constant = constant && x == v.front();
     prev = x;
@@ -88,7 +84,7 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
       size_t values = varint_size(dict.size());
       int64_t p = 0;
       for (int64_t x : dict) {
-        values += varint_size(zigzag(minus(x, p)));
+        values += varint_size(zigzag(wrapping_sub(x, p)));
         p = x;
       }
       dict_size = values + v.size();
@@ -116,7 +112,7 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
     case kDelta:
       prev = 0;
       for (int64_t x : v) {
-        put_varint(out, zigzag(minus(x, prev)));
+        put_varint(out, zigzag(wrapping_sub(x, prev)));
         prev = x;
       }
       break;
@@ -128,7 +124,7 @@ void encode_column(std::string& out, const std::vector<int64_t>& v, const std::v
       put_varint(out, dict.size());
       int64_t p = 0;
       for (int64_t x : dict) {
-        put_varint(out, zigzag(minus(x, p)));
+        put_varint(out, zigzag(wrapping_sub(x, p)));
         p = x;
       }
       auto index = [&](int64_t x) {
@@ -282,7 +278,7 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
       }
       case kDelta: {
         int64_t prev = 0;
-        each_present([&] { return prev = plus(prev, unzigzag(in.varint())); });
+        each_present([&] { return prev = wrapping_add(prev, unzigzag(in.varint())); });
         break;
       }
       case kPlain:
@@ -296,7 +292,7 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
           return corrupt("bad dictionary");
         int64_t dict[kMaxDict];
         int64_t p = 0;
-        for (uint64_t i = 0; i < n; ++i) dict[i] = p = plus(p, unzigzag(in.varint()));
+        for (uint64_t i = 0; i < n; ++i) dict[i] = p = wrapping_add(p, unzigzag(in.varint()));
         bool bad = false;
         if (mode == kDict) {
           each_present([&] {

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/wrapping.hpp"
 #include "store/chunked_tables.hpp"
 
 namespace gpuwhy::store {
@@ -32,11 +33,6 @@ int64_t or_zero(const ChunkBuilder& b, uint32_t r, uint32_t c) {
   return b.is_null(r, c) ? 0 : b.value(r, c);
 }
 
-// Sums wrap instead of overflowing (undefined behaviour); no real trace comes near 2^63.
-int64_t plus(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-
 // api_calls_per_second: per (api, second), calls, sum and max of dur, sum of bytes.
 enum ApiIn : uint32_t { kApi, kBytes };
 constexpr std::array<std::string_view, 6> kApiColumns = {"api",    "second",     "calls",
@@ -50,10 +46,10 @@ void api_key(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t seco
 
 void api_add(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t dur, RollupRow& s) {
   s.v[2] += 1;
-  s.v[3] = plus(s.v[3], dur);
+  s.v[3] = wrapping_add(s.v[3], dur);
   s.v[4] = std::max(s.v[4], dur);
   if (b.is_null(r, in[kBytes])) return;
-  s.v[5] = plus(s.v[5], b.value(r, in[kBytes]));
+  s.v[5] = wrapping_add(s.v[5], b.value(r, in[kBytes]));
   s.nulls &= ~(1u << 5);
 }
 
@@ -76,8 +72,8 @@ void offcpu_key(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t s
 
 void offcpu_add(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t dur,
                 RollupRow& s) {
-  s.v[3] = plus(s.v[3], dur);
-  s.v[4] = plus(s.v[4], or_zero(b, r, in[kRunq]));
+  s.v[3] = wrapping_add(s.v[3], dur);
+  s.v[4] = wrapping_add(s.v[4], or_zero(b, r, in[kRunq]));
   s.v[5] += 1;
 }
 

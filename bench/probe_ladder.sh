@@ -30,14 +30,10 @@ loop_ns() {
 }
 start_ladder() {  # rung
   local logf=$GW_BENCH_OUT/ladder-$1.log
+  rm -f "$logf"  # a previous run's "ready" must not count: the child truncates it only later
   $A "$LADDER" "$NULL_CUDART" cudaLaunchKernel "$1" >"$logf" 2>&1 &
   LD_PID=$!
-  for _ in $(seq 1 200); do
-    grep -q '^ready' "$logf" 2>/dev/null && return 0
-    kill -0 "$LD_PID" 2>/dev/null || { cat "$logf" >&2; die "probe_ladder $1 exited"; }
-    sleep 0.05
-  done
-  die "probe_ladder $1 did not attach"
+  wait_for_line "probe_ladder $1" "$LD_PID" "$logf" '^ready'
 }
 stop_ladder() { kill -INT "$LD_PID" 2>/dev/null || true; wait "$LD_PID" 2>/dev/null || true; }
 

@@ -61,12 +61,19 @@ start_bpftrace() {
   rm -f "$logf"  # not truncated by the redirection below: that happens in the child, maybe late
   ${TRACER_PREFIX:-} bpftrace -e "BEGIN { printf(\"gw-bench-ready\\n\"); } $prog" >"$logf" 2>&1 &
   BT_PID=$!
+  wait_for_line "bpftrace ($name)" "$BT_PID" "$logf" gw-bench-ready
+}
+
+# wait_for_line WHAT PID LOG PATTERN: waits up to 30 s until LOG has a line matching PATTERN (the
+# tracer PID has attached); dies, showing LOG, if PID exits first.
+wait_for_line() {
+  local what=$1 pid=$2 logf=$3 pattern=$4
   for _ in $(seq 1 600); do
-    grep -q gw-bench-ready "$logf" 2>/dev/null && return 0
-    kill -0 "$BT_PID" 2>/dev/null || { cat "$logf" >&2; die "bpftrace ($name) exited"; }
+    grep -q "$pattern" "$logf" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$logf" >&2; die "$what exited"; }
     sleep 0.05
   done
-  die "bpftrace ($name) did not attach in 30 s"
+  die "$what did not attach in 30 s"
 }
 # bpftrace 0.17 now and then misses a SIGINT that arrives soon after it started: repeat it.
 stop_bpftrace() {

@@ -25,10 +25,11 @@
 #   bt_stack   bpftrace: entry only, counts calls per user stack (@[ustack] = count(): a stack id
 #              and a map update per call)
 #   gw         gpuwhy trace --no-host-libs --lib SIM --lib NULL         (entry+return paired in task
-#              storage, one ring record per call, plus its scheduler/syscall tracepoints)
+#              storage, one ring record per call, plus its scheduler tracepoints; the default has
+#              no syscall tracepoints)
 #   gw_stacks  the same with --stacks
-#   gw_nosys   the same with --without syscalls (no raw syscall tracepoints: the uretprobe syscall
-#              each traced call returns through, and every host syscall, skip the slow path)
+#   gw_sys     the same with --with syscalls (raw syscall tracepoints: the uretprobe syscall each
+#              traced call returns through, and every host syscall, take the kernel's slow path)
 #   gw_entry   the same as gw with --entry-only launch (launches recorded by the entry probe alone,
 #              no return probe): compared with bt_entry, the entry-only floor
 #   gw_entry_stacks  --entry-only launch --stacks: compared with bt_stack
@@ -48,7 +49,7 @@ SYS_CALLS=${SYS_CALLS:-1000000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 BPF_STATS=${BPF_STATS:-1}
-CONFIGS=(none bt_entry bt_pair bt_work bt_emit bt_stack gw gw_nosys gw_entry gw_stacks
+CONFIGS=(none bt_entry bt_pair bt_work bt_emit bt_stack gw gw_sys gw_entry gw_stacks
          gw_entry_stacks)
 WORKLOADS=(sim null sys)
 TSV=$GW_BENCH_OUT/probe_cost.tsv
@@ -94,7 +95,7 @@ for ((r = 1; r <= RUNS; r++)); do
       bt_*) TRACER_PREFIX=$A start_bpftrace "$c" "$(bt_prog "$c")"; run_workloads; stop_bpftrace ;;
       gw) TRACER_PREFIX=$A start_gpuwhy probe_gw --no-host-libs --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
-      gw_nosys) TRACER_PREFIX=$A start_gpuwhy probe_gw_nosys --no-host-libs --without syscalls \
+      gw_sys) TRACER_PREFIX=$A start_gpuwhy probe_gw_sys --no-host-libs --with syscalls \
                   --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_entry) TRACER_PREFIX=$A start_gpuwhy probe_gw_entry --no-host-libs --entry-only launch \
@@ -180,7 +181,7 @@ added() {  # config workload -> per-round (config - none)
     done
     if [ "$w" != sys ]; then
       echo
-      for g in gw gw_nosys; do
+      for g in gw gw_sys; do
         for ref in bt_pair bt_work bt_emit; do
           read -r rm rlo rhi _ < <(paste <(added "$g" "$w") <(added "$ref" "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
           echo "- $w: $g / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"

@@ -17,8 +17,8 @@ NULL_CALLS=${NULL_CALLS:-500000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 RUNGS=(empty storage clock ring regs args args_s)
-CONFIGS=(none bt_pair "${RUNGS[@]}" gw_nosys gw)
-[ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_nosys"
+CONFIGS=(none bt_pair "${RUNGS[@]}" gw_sys gw)
+[ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_sys"
 TSV=$GW_BENCH_OUT/probe_ladder.tsv
 echo -e "round\tconfig\tns_per_call" >"$TSV"
 A="taskset -c $AGENT_CPU"
@@ -49,7 +49,7 @@ for ((r = 1; r <= RUNS; r++)); do
                ns=$(loop_ns); stop_bpftrace ;;
       gw) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --lib "$NULL_CUDART"
           ns=$(loop_ns); stop_gpuwhy ;;
-      gw_nosys) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --without syscalls \
+      gw_sys) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --with syscalls \
                   --lib "$NULL_CUDART"
                 ns=$(loop_ns); stop_gpuwhy ;;
       *) start_ladder "$c"; ns=$(loop_ns); stop_ladder ;;

@@ -20,7 +20,9 @@ struct gw_offcpu_open {
 	char next_comm[GW_COMM_LEN];
 	char waker_comm[GW_COMM_LEN];
 	__u8 preempted;
-	__u8 pad[7];
+	__u8 pad;
+	__s16 syscall;
+	__u32 pad2;
 };
 
 struct {
@@ -38,6 +40,27 @@ struct {
 	__type(value, struct gw_offcpu_open);
 } gw_offcpu_scratch SEC(".maps");
 
+/*
+ * The system call `task` is in, read from the user registers its kernel entry saved; -1 when it
+ * is in none. orig_ax alone cannot say: an exception saves its error code there (a user page
+ * fault's is 4-7, stat to poll as syscall numbers). The SYSCALL instruction leaves the return
+ * address in rcx and the flags in r11, and the entry code saves both beside ip and flags, so
+ * their equality marks a syscall entry; an interrupted or faulting thread matching both is
+ * vanishingly unlikely.
+ */
+static __always_inline __s16 gw_task_syscall(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr;
+
+	if (!regs)
+		return -1;
+	nr = regs->orig_ax; /* a BTF pointer: plain loads, no helper calls */
+	if (nr < 0 || nr >= 1024 || regs->cx != regs->ip || regs->r11 != regs->flags)
+		return -1;
+	return nr;
+}
+
 static __always_inline void gw_switch_out(struct task_struct *prev, struct task_struct *next,
 					  bool preempt, unsigned int prev_state, __u64 now)
 {
@@ -51,6 +74,7 @@ static __always_inline void gw_switch_out(struct task_struct *prev, struct task_
 	o->prev_state = prev_state;
 	/* Runnable when switched out means it lost the CPU involuntarily. */
 	o->preempted = preempt || (prev_state & 0xff) == 0;
+	o->syscall = gw_task_syscall(prev);
 	o->next_pid = next->tgid;
 	o->next_tid = next->pid;
 	o->waker_pid = 0;
@@ -91,7 +115,9 @@ static __always_inline void gw_switch_in(struct task_struct *prev, struct task_s
 	__builtin_memcpy(rec->next_comm, o->next_comm, GW_COMM_LEN);
 	__builtin_memcpy(rec->waker_comm, o->waker_comm, GW_COMM_LEN);
 	rec->preempted = o->preempted;
-	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	rec->pad = 0;
+	rec->syscall = o->syscall;
+	rec->pad2 = 0;
 	/* prev is the task this one takes the CPU from: the last holder of the CPU it waited for. */
 	rec->holder_pid = prev->tgid;
 	rec->holder_tid = prev->pid;

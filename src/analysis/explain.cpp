@@ -130,10 +130,18 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                                        "between calls"});
       continue;
     }
+    if (f.family == "syscalls" && rows.syscalls_from_scheduler()) {
+      out.push_back({"syscalls_from_scheduler",
+                     "syscalls are seen where a thread slept in them (the scheduler names the "
+                     "syscall); time a syscall spent on the CPU is not (trace --with syscalls "
+                     "records every slow syscall, at a cost to every syscall on the host)"});
+      continue;
+    }
     out.push_back({"family_" + f.state,
                    "no " + family_evidence(f.family) + " in this trace: the " + f.family +
-                       " probes were " + (f.state == "off" ? "left out (trace --without)"
-                                                           : "not attached (" + f.detail + ")") +
+                       " probes were " + (f.state != "off"      ? "not attached (" + f.detail + ")"
+                                           : f.detail.empty() ? std::string("left out")
+                                                              : f.detail) +
                        (f.family == "syscalls" ? "; lock waits and I/O are named by their wakers only"
                                                : "") +
                        "; their absence is not evidence"});

@@ -308,8 +308,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   TraceRows rows;
   Status st = each_row(db,
                        "SELECT status, host, kernel, agent_version, command_line, "
-                       "coalesce(pid_filter, ''), start_ns, end_ns, last_commit_ns, last_event_ns "
-                       "FROM session WHERE id = 1",
+                       "coalesce(pid_filter, ''), start_ns, end_ns, last_commit_ns, last_event_ns, "
+                       "abi_version FROM session WHERE id = 1",
                        "session", [&](Query& q) {
                          SessionRow& s = rows.session;
                          s.status = q.text(0);
@@ -322,6 +322,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                          s.end_ns = q.i64(7);
                          s.last_commit_ns = q.i64(8);
                          s.last_event_ns = q.i64(9);
+                         s.abi_version = q.i64(10);
                        });
   if (!st) return st.error();
   auto bounds = trace_bounds(db);
@@ -444,7 +445,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_tid = oc["tid"], o_cpu = oc["cpu"], o_pre = oc["preempted"],
                  o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
                  o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
-                 o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"];
+                 o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
+                 o_sys = oc["syscall"];
   st = scan_chunks(
       pool, *oc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -480,6 +482,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           o.other_comm = static_cast<uint32_t>(k.value(o_wcomm, r));
         }
         o.cpu = static_cast<uint16_t>(k.value(o_cpu, r));
+        if (!k.is_null(o_sys, r)) o.syscall = static_cast<int16_t>(k.value(o_sys, r));
         out.push_back(o);
       },
       rows.offcpu);

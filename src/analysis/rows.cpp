@@ -193,6 +193,12 @@ bool TraceRows::entry_only(Category c) const {
                      [&](const FamilyOff& f) { return f.family == family; });
 }
 
+bool TraceRows::syscalls_from_scheduler() const {
+  return session.abi_version >= 3 &&
+         std::any_of(families_off.begin(), families_off.end(),
+                     [](const FamilyOff& f) { return f.family == "syscalls"; });
+}
+
 std::string_view TraceRows::string(uint32_t id) const {
   auto it = strings.find(id);
   return it == strings.end() ? std::string_view() : std::string_view(it->second);
@@ -224,8 +230,27 @@ std::string TraceRows::thread_name(uint32_t tid) const {
   return "?";
 }
 
+namespace {
+
+// What the syscall family records by default (trace --min-syscall-us): slow syscalls only.
+constexpr int64_t kSlowSyscallNs = 1'000'000;
+
+// Without the syscall family, a slow syscall is still seen where it slept: the off-CPU interval
+// records the syscall the thread left the CPU in. Those intervals become the syscall rows the
+// I/O and lock detectors read, so explain names futex, read or fsync in either mode.
+void derive_blocked_syscalls(TraceRows& rows) {
+  if (!rows.syscalls_from_scheduler() || !rows.syscalls.empty()) return;
+  for (const OffCpuRow& o : rows.offcpu) {
+    if (o.syscall < 0 || o.dur < kSlowSyscallNs) continue;
+    rows.syscalls.push_back({o.ts, o.dur, o.pid, o.tid, static_cast<uint32_t>(o.syscall), 0});
+  }
+}
+
+}  // namespace
+
 void prepare_rows(TraceRows& rows) {
   if (rows.prepared) return;
+  derive_blocked_syscalls(rows);
   if (rows.apis.empty()) rows.apis = catalog_api_table();
   const CallFiller filler(rows);
   prepare_memory_calls(rows, filler);

@@ -68,6 +68,7 @@ struct OffCpuRow {
   // (holder_recorded false) a guess: the task that took the CPU when this one left.
   uint32_t holder_pid = 0, holder_tid = 0, holder_comm = 0;
   bool holder_recorded = false;
+  int16_t syscall = -1;  // the system call it left the CPU in; -1: none, or not recorded
   int64_t end() const { return ts + dur; }
 };
 
@@ -121,6 +122,7 @@ struct SessionRow {
   int64_t end_ns = 0;  // 0 when NULL
   int64_t last_commit_ns = 0;
   int64_t last_event_ns = 0;  // latest event end committed (0 when unknown)
+  int64_t abi_version = 0;    // of the agent that wrote it (GW_ABI_VERSION)
 };
 
 struct ProcessRow {
@@ -166,6 +168,11 @@ struct TraceRows {
   // Were calls of this category recorded at entry only (trace --entry-only; family
   // "returns:<category>")? Their durations read as 0 and mean "unknown".
   bool entry_only(Category c) const;
+  // Was the syscall family off in a trace whose off-CPU rows say which syscall a thread slept
+  // in (ABI 3)? Then `syscalls` holds the off-CPU intervals a thread spent
+  // blocked in a system call (from the scheduler, no syscall tracepoints): a syscall's on-CPU
+  // time is not seen, and one that blocked twice is two rows.
+  bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
   // Allocation and free calls from the start of the trace to the window's end (any thread, sorted

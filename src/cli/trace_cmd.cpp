@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/trace_session.hpp"
 #include "core/clock.hpp"
+#include "probes/probes.hpp"
 
 namespace gpuwhy::cli {
 namespace {
@@ -24,7 +25,7 @@ struct TraceFlags {
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
   bool no_host_libs = false;
-  std::vector<std::string> without;
+  std::vector<std::string> with, without;
   bool quiet = false;
   std::string ready_file;
 };
@@ -59,12 +60,19 @@ void add_trace_command(CLI::App& root, Runner& run) {
       ->check(CLI::IsMember(categories));
   cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
   cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
-  cmd->add_option("--without", flags->without,
-                  "Leave out a kernel probe family (repeatable or comma-separated): syscalls, "
-                  "block-io, tcp, reclaim. Without syscalls each traced call costs less and the "
-                  "host's syscalls are not slowed, but slow syscalls are not recorded")
+  const std::vector<std::string> families = {"syscalls", "block-io", "tcp", "reclaim"};
+  cmd->add_option("--with", flags->with,
+                  "Add a kernel probe family that is off by default: syscalls (every slow "
+                  "syscall with its full duration, on-CPU time included; costs every syscall on "
+                  "the host ~0.2 us, and each traced call more). Without it the scheduler still "
+                  "names the syscall a thread slept in")
       ->delimiter(',')
-      ->check(CLI::IsMember({"syscalls", "block-io", "tcp", "reclaim"}));
+      ->check(CLI::IsMember(families));
+  cmd->add_option("--without", flags->without,
+                  "Leave out a kernel probe family (repeatable or comma-separated): block-io, "
+                  "tcp, reclaim")
+      ->delimiter(',')
+      ->check(CLI::IsMember(families));
   cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
   cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
   cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
@@ -95,14 +103,21 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);
       opt.min_syscall_ns = static_cast<uint64_t>(flags->min_syscall_us * 1000);
       opt.host_libraries = !flags->no_host_libs;
-      auto off = [&](std::string_view family) {
-        return std::find(flags->without.begin(), flags->without.end(), family) !=
-               flags->without.end();
+      auto named = [](const std::vector<std::string>& v, std::string_view family) {
+        return std::find(v.begin(), v.end(), family) != v.end();
       };
-      opt.syscalls = !off("syscalls");
-      opt.block_io = !off("block-io");
-      opt.tcp = !off("tcp");
-      opt.reclaim = !off("reclaim");
+      for (const std::string& f : flags->with)
+        if (named(flags->without, f))
+          return fail("--with " + f + " and --without " + f + " contradict each other; give one", 2);
+      // A family is on when asked for, or on by default and not left out.
+      auto on = [&](std::string_view family, bool by_default) {
+        return named(flags->with, family) || (by_default && !named(flags->without, family));
+      };
+      using probes::HostFamily;
+      opt.syscalls = on("syscalls", probes::host_family_on_by_default(HostFamily::Syscalls));
+      opt.block_io = on("block-io", probes::host_family_on_by_default(HostFamily::BlockIo));
+      opt.tcp = on("tcp", probes::host_family_on_by_default(HostFamily::Tcp));
+      opt.reclaim = on("reclaim", probes::host_family_on_by_default(HostFamily::Reclaim));
       opt.status_line = !flags->quiet;
       opt.command_line = invocation();
       opt.ready_file = flags->ready_file;

@@ -23,9 +23,10 @@ struct TraceOptions {
   uint64_t min_offcpu_ns = 0;
   uint64_t min_syscall_ns = 1'000'000;
   bool host_libraries = true;  // also probe the GPU runtimes installed on the host at start
-  // Optional kernel probe families (`--without`). Syscalls cost every syscall on the host,
-  // including the uretprobe syscall each traced GPU call returns through.
-  bool syscalls = true, block_io = true, tcp = true, reclaim = true;
+  // Optional kernel probe families (`--with`, `--without`; defaults in
+  // probes::host_family_on_by_default). Syscalls cost every syscall on the host, including the
+  // uretprobe syscall each traced GPU call returns through.
+  bool syscalls = false, block_io = true, tcp = true, reclaim = true;
   bool status_line = true;     // only shown on a terminal
   std::string command_line;
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)

@@ -259,11 +259,12 @@ std::vector<Finding> evaluate(const HostFacts& f) {
   if (!f.dlopen_library.empty()) {
     add(Severity::Info, "dlopen",
         "dlopen in " + f.dlopen_library +
-            ": with 'trace --without syscalls', runtimes loaded later are still found at once");
+            ": runtimes a process loads later are found at once (without the syscall family, "
+            "the default)");
   } else if (!f.dlopen_error.empty()) {
     add(Severity::Warning, "dlopen",
-        f.dlopen_error + ": with 'trace --without syscalls', runtimes loaded later are found by "
-                         "the exec hint or the 10 s rescan only; keep the syscall family on");
+        f.dlopen_error + ": runtimes a process loads later are found by the exec hint or the "
+                         "10 s rescan only; 'trace --with syscalls' finds them at their mmap");
   }
 
   if (f.libraries.empty()) {

@@ -46,6 +46,7 @@ struct OffCpu {
   Comm waker_comm{};
   uint32_t holder_pid = 0, holder_tid = 0;  // had the CPU when this thread got it back (0: idle)
   Comm holder_comm{};
+  int32_t syscall = -1;  // the system call it was in when it left the CPU, -1: none
 };
 
 enum class ProcEventKind : uint8_t { Exec = 1, Fork = 2, Thread = 3, Exit = 4, ThreadExit = 5 };

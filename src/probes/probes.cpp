@@ -139,7 +139,10 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   };
   for (const Entry& e : entries) {
     if (!e.wanted) {
-      note_family(e.family, "off", "left out (--without)");
+      note_family(e.family, "off",
+                  host_family_on_by_default(e.family)
+                      ? "left out (--without)"
+                      : "off by default (--with " + std::string(host_family_name(e.family)) + ")");
       continue;
     }
     bpf_link* link = bpf_program__attach(e.prog);

@@ -22,6 +22,10 @@ namespace gpuwhy::probes {
 // Kernel-side probe families that can be switched on and off (API probes are per library).
 enum class HostFamily : uint8_t { Sched, Proc, Syscalls, BlockIo, Tcp, Reclaim };
 std::string_view host_family_name(HostFamily f);
+// The syscall family is off unless asked for (trace --with syscalls): its tracepoints slow every
+// system call on the host, and the uretprobe syscall each traced call returns through, while the
+// scheduler already names the syscall a thread slept in. The others are on unless left out.
+constexpr bool host_family_on_by_default(HostFamily f) { return f != HostFamily::Syscalls; }
 
 struct ProbeConfig {
   uint64_t min_offcpu_ns = 0;         // shorter off-CPU intervals are not emitted

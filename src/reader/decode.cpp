@@ -100,6 +100,7 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.holder_pid = r.holder_pid;
       e.holder_tid = r.holder_tid;
       e.holder_comm = to_comm(r.holder_comm);
+      e.syscall = r.syscall;
       out = std::move(e);
       return DecodeStatus::Ok;
     }

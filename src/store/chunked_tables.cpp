@@ -12,10 +12,10 @@ namespace {
 constexpr std::array<std::string_view, 18> kApiCalls = {
     "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
     "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags"};
-constexpr std::array<std::string_view, 17> kOffCpu = {
+constexpr std::array<std::string_view, 18> kOffCpu = {
     "ts",         "dur",        "runq",       "pid",        "tid",        "cpu",
     "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",  "waker_pid",
-    "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm"};
+    "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall"};
 constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid", "nr", "ret", "arg0"};
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};

@@ -147,6 +147,7 @@ void fill_row(RowValues& r, const OffCpu& e, Interner& strings) {
   fill_task(r, 8, e.next_pid, e.next_tid, e.next_comm, strings);
   fill_task(r, 11, e.waker_pid, e.waker_tid, e.waker_comm, strings);
   fill_task(r, 14, e.holder_pid, e.holder_tid, e.holder_comm, strings);
+  r.opt(17, e.syscall >= 0, e.syscall);
 }
 
 void fill_row(RowValues& r, const SyscallEvent& e, Interner&) {

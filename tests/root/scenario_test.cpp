@@ -2,8 +2,9 @@
 // The scenario suite: each workload on the simulated GPU runtime plants one root cause; the real
 // agent traces it with real eBPF; explain's top chain must name that cause, the right process
 // and thread, and for contention and locks the culprit. The clean baseline has no HIGH chain.
-// Every scenario runs twice: with the default probes, and in the cheapest mode (no syscall
-// family, launches recorded at entry only), whose report must reach the same verdicts.
+// Every scenario runs three times: with the default probes (syscalls seen from the scheduler),
+// with the syscall family (--with syscalls), and in the cheapest mode (launches recorded at entry
+// only); each report must reach the same verdict.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,9 @@ struct TraceMode {
 void PrintTo(const TraceMode& m, std::ostream* os) { *os << (m.suffix.empty() ? "default" : m.suffix); }
 
 const TraceMode kModes[] = {
-    {"", {}, {}},
-    {"_cheap", {"--without", "syscalls", "--entry-only", "launch"}, {"family_off", "entry_only"}},
+    {"", {}, {"syscalls_from_scheduler"}},
+    {"_syscalls", {"--with", "syscalls"}, {}},
+    {"_cheap", {"--entry-only", "launch"}, {"syscalls_from_scheduler", "entry_only"}},
 };
 
 class Scenarios : public ::testing::TestWithParam<std::tuple<Scenario, TraceMode>> {
@@ -96,6 +98,8 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
     for (const json& c : report["caveats"]) found = found || c["kind"] == kind;
     EXPECT_TRUE(found) << "the report should carry the caveat " << kind;
   }
+  for (const json& c : report["caveats"])  // every family this mode wants was on
+    EXPECT_FALSE(c["kind"].get<std::string>().starts_with("family_")) << c["text"];
   const json& chains = report["chains"];
   if (sc.kind.empty()) {
     for (const json& c : chains) EXPECT_NE(c["severity"], "HIGH") << c["summary"];
@@ -135,6 +139,11 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
     EXPECT_EQ(top["culprit"]["pid"].get<int>(), wl["hog_pid"].get<int>());
     EXPECT_EQ(top["culprit"]["comm"], "cpu_hog");
   }
+  if (sc.name == "input-stall") {
+    // The time is named as reads, whether from syscall rows or from the scheduler.
+    const std::string ev = top["evidence"][0]["text"].get<std::string>();
+    EXPECT_NE(ev.find("read "), std::string::npos) << ev;
+  }
   if (sc.name == "lock") {
     ASSERT_TRUE(HasCulprit(top));
     EXPECT_EQ(top["culprit"]["tid"].get<int>(), wl["ckpt_writer_tid"].get<int>());
@@ -150,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"transfer", {"--steps", "40"}, "transfer_bound"},
                       Scenario{"alloc-churn", {"--steps", "100"}, "alloc_churn"},
                       Scenario{"launch-drop", {"--steps", "300"}, "rate_drop"},
-                      Scenario{"straggler", {"--steps", "60"}, "nccl_straggler"}),
+                      Scenario{"straggler", {"--steps", "60"}, "nccl_straggler"},
+                      Scenario{"input-stall", {"--steps", "150"}, "io_stall"}),
                        ::testing::ValuesIn(kModes)),
     [](const ::testing::TestParamInfo<std::tuple<Scenario, TraceMode>>& info) {
       std::string n = std::get<0>(info.param).name + std::get<1>(info.param).suffix;

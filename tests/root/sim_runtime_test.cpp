@@ -109,9 +109,10 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
 // A copy of the runtime at a path never seen before, loaded with dlopen while tracing. The agent
 // attaches within tens of milliseconds of the mapping (docs/architecture.md); calls made before
 // that are missed, so the workload waits as a framework does between import and first call.
-// With the syscall family (default) the hint is sys_enter's mmap check; without it, a return
-// probe on libc's dlopen. Either way the workload's 100 ms linger after its calls (the process is
-// traced by then) is a slow syscall, recorded only when the family is on. The dlopen comes 600 ms
+// With the syscall family (--with syscalls) the hint is sys_enter's mmap check; without it (the
+// default), a return probe on libc's dlopen. Either way the workload's 100 ms linger after its
+// calls (the process is traced by then) is a slow syscall: a syscalls row when the family is on,
+// and in both modes an off-CPU interval that names the sleep syscall. The dlopen comes 600 ms
 // after start, well after the exec hint's look at the process (200 ms), so only the hint under
 // test can find the copy before its calls (the periodic scan is 10 s away).
 void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
@@ -138,6 +139,12 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   const int64_t slow_syscalls = scalar(*f, "SELECT count(*) FROM syscalls WHERE pid = " + pid);
   if (syscalls) EXPECT_GT(slow_syscalls, 0);
   else EXPECT_EQ(slow_syscalls, 0);
+  // The scheduler saw which syscall the linger slept in (read from the saved user registers).
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu o JOIN syscall_names n ON n.nr = o.syscall "
+                       "WHERE o.pid = " + pid + " AND o.dur >= 90000000 AND n.name IN "
+                       "('nanosleep', 'clock_nanosleep')"),
+            1)
+      << "the 100 ms linger";
   // The file says which evidence cannot exist, for an explain run elsewhere.
   EXPECT_EQ(scalar(*f, std::string("SELECT count(*) FROM probe_families WHERE family = 'syscalls' "
                                    "AND state = '") + (syscalls ? "on" : "off") + "'"),
@@ -145,15 +152,18 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 6 : 5);
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  EXPECT_EQ(ex.out.find("no slow syscalls in this trace") != std::string::npos, !syscalls) << ex.out;
+  EXPECT_EQ(ex.out.find("syscalls are seen where a thread slept in them") != std::string::npos,
+            !syscalls)
+      << ex.out;
+  EXPECT_EQ(ex.out.find("no slow syscalls"), std::string::npos) << ex.out;
 }
 
 TEST_F(SimRuntime, LibraryCopyAtANewPathIsPickedUp) {
-  expect_library_copy_found(*this, dir, {}, true);
+  expect_library_copy_found(*this, dir, {}, false);
 }
 
-TEST_F(SimRuntime, LibraryCopyIsPickedUpWithoutTheSyscallFamily) {
-  expect_library_copy_found(*this, dir, {"--without", "syscalls"}, false);
+TEST_F(SimRuntime, LibraryCopyIsPickedUpWithTheSyscallFamily) {
+  expect_library_copy_found(*this, dir, {"--with", "syscalls"}, true);
 }
 
 // A deliberately tiny ring: the kernel cannot hand everything over, and says how much it dropped.

@@ -40,6 +40,7 @@ TEST(TraceFlags, BadInputGetsOneLineAndNonZeroExit) {
       {{"trace", "--entry-only", "launch,lunch"}, "lunch"},
       {{"trace", "--no-such-flag"}, "no-such-flag"},
       {{"trace", "--without", "syscalls,gpu"}, "gpu"},
+      {{"trace", "--with", "tcp,syscalls", "--without", "syscalls"}, "contradict"},
       {{"frobnicate"}, "frobnicate"},
   };
   for (const Case& c : cases) {

@@ -94,6 +94,11 @@ class RowsBuilder {
     o.holder_recorded = true;
     return *this;
   }
+  // The last off-CPU interval began in system call `nr` (ABI 3's offcpu.syscall).
+  RowsBuilder& in_syscall(int16_t nr) {
+    rows_.offcpu.back().syscall = nr;
+    return *this;
+  }
   RowsBuilder& syscall(uint32_t pid, uint32_t tid, uint32_t nr, double at_ms, int64_t dur_ns) {
     rows_.syscalls.push_back({at(at_ms), dur_ns, pid, tid, nr, 0});
     return *this;

@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 2);
+static_assert(GW_ABI_VERSION == 3);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -26,6 +26,7 @@ static_assert(offsetof(gw_api_call, out) == 104);
 static_assert(offsetof(gw_api_call, api) == 112);
 static_assert(offsetof(gw_api_call, stack_id) == 116);
 static_assert(sizeof(gw_offcpu) == 128);
+static_assert(offsetof(gw_offcpu, syscall) == 98);
 static_assert(offsetof(gw_offcpu, holder_pid) == 104);
 static_assert(offsetof(gw_offcpu, prev_state) == 40);
 static_assert(offsetof(gw_offcpu, next_comm) == 64);

@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 2
+#define GW_ABI_VERSION 3
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -118,7 +118,12 @@ struct gw_offcpu {
 	char next_comm[GW_COMM_LEN];
 	char waker_comm[GW_COMM_LEN];
 	__u8 preempted;             /* 1: involuntary (runnable when switched out) */
-	__u8 pad[7];
+	__u8 pad;
+	/* The system call the thread was in when it left the CPU, -1 when none: what it blocked in
+	 * (futex, read, ioctl...), known without the syscall tracepoints and their host-wide cost.
+	 * ABI 3. */
+	__s16 syscall;
+	__u32 pad2;
 	/* The task that had the CPU when this one got it back (0: the idle task): who held the CPU
 	 * at the end of a run-queue wait, which the wake-up alone does not say. ABI 2. */
 	__u32 holder_pid;

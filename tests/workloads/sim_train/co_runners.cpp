@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim_train/co_runners.hpp"
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/proc.hpp"
 #include "gwsim/clock.hpp"
@@ -45,6 +51,52 @@ void CkptWriter::run() {
     }
     holds_.fetch_add(1);
     next += period_ns_;
+  }
+}
+
+Loader::Loader(uint64_t batch_bytes, uint64_t produce_ns) {
+  int p[2];
+  if (pipe(p) != 0) {
+    std::perror("sim_train: pipe");
+    std::exit(1);
+  }
+  pid_ = fork();
+  if (pid_ < 0) {
+    std::perror("sim_train: fork");
+    std::exit(1);
+  }
+  if (pid_ == 0) {
+    close(p[0]);
+    prctl(PR_SET_NAME, "loader");
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    const std::vector<char> batch(batch_bytes, 7);
+    for (;;) {
+      gwsim::sleep_ns(produce_ns);
+      for (size_t off = 0; off < batch.size();) {
+        const ssize_t n = write(p[1], batch.data() + off, batch.size() - off);
+        if (n <= 0) _exit(0);  // the trainer is done: the pipe is closed
+        off += static_cast<size_t>(n);
+      }
+    }
+  }
+  close(p[1]);
+  fd_ = p[0];
+}
+
+Loader::~Loader() {
+  close(fd_);
+  stop_process(pid_);
+}
+
+void read_batch(int fd, void* buf, size_t n) {
+  auto* out = static_cast<char*>(buf);
+  for (size_t off = 0; off < n;) {
+    const ssize_t got = read(fd, out + off, n - off);
+    if (got <= 0) {
+      std::fprintf(stderr, "sim_train: the loader's pipe ended\n");
+      std::exit(1);
+    }
+    off += static_cast<size_t>(got);
   }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What sim_train plants next to its dispatch threads: the cpu_hog co-runner process
-// (contention, launch-drop) and the "ckpt-writer" thread that holds the dispatch mutex (lock).
+// (contention, launch-drop), the "ckpt-writer" thread that holds the dispatch mutex (lock) and
+// the "loader" process that feeds batches through a pipe (input-stall).
 #pragma once
 
 #include <sys/types.h>
@@ -53,5 +54,27 @@ class CkptWriter {
   std::atomic<uint64_t> holds_{0};
   std::thread thread_;
 };
+
+// A child process named "loader" that writes one `batch_bytes` batch into a pipe every
+// `produce_ns` (decoding, augmenting, reading slow storage), the way a DataLoader worker process
+// feeds a trainer that waits for its next batch. Stopped (pipe closed, SIGTERM, reaped) on
+// destruction.
+class Loader {
+ public:
+  Loader(uint64_t batch_bytes, uint64_t produce_ns);
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+  ~Loader();
+
+  int fd() const { return fd_; }  // read end: one batch is batch_bytes
+  pid_t pid() const { return pid_; }
+
+ private:
+  int fd_ = -1;
+  pid_t pid_ = 0;
+};
+
+// Reads exactly `n` bytes from `fd` (a batch from the loader); exits the process on EOF or error.
+void read_batch(int fd, void* buf, size_t n);
 
 }  // namespace gw

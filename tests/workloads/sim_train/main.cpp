@@ -5,7 +5,7 @@
 //   {"workload":"sim_train","scenario":..,"pid":..,"rank":..,"trainer_tids":[..],"steps":..,
 //    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
 //    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
-//    "ckpt_writer_tid":..,"ckpt_holds":..}
+//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..}
 // Run with --help for the options.
 #include <unistd.h>
 
@@ -27,7 +27,7 @@ namespace {
 double per_second(uint64_t count, uint64_t ns) { return ns ? count * 1e9 / ns : 0; }
 
 void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::Trainer>>& ts,
-                   pid_t hog_pid, const gw::CkptWriter* ckpt) {
+                   pid_t hog_pid, const gw::CkptWriter* ckpt, pid_t loader_pid) {
   std::vector<uint64_t> tids;
   uint64_t steps = 0, launches = 0, start = ~0ull, end = 0;
   for (const auto& t : ts) {
@@ -60,7 +60,8 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
           .num("kernels", gwsim_kernels_executed())
           .num("hog_pid", hog_pid)
           .num("ckpt_writer_tid", ckpt ? ckpt->tid() : 0)
-          .num("ckpt_holds", ckpt ? ckpt->holds() : 0));
+          .num("ckpt_holds", ckpt ? ckpt->holds() : 0)
+          .num("loader_pid", loader_pid));
 }
 
 }  // namespace
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
         std::make_unique<gw::CkptWriter>(shared.dispatch_mutex, s.ckpt_hold_ns, s.ckpt_period_ns);
   }
   if (s.scenario == gw::Scenario::kStraggler) shared.comm = gw::join_ranks(s);
+  std::unique_ptr<gw::Loader> loader;
+  if (s.scenario == gw::Scenario::kInputStall) {
+    loader = std::make_unique<gw::Loader>(s.input_bytes, s.loader_ns);
+    shared.input_fd = loader->fd();
+  }
 
   std::vector<std::unique_ptr<gw::Trainer>> trainers;
   for (int i = 0; i < s.threads; ++i) trainers.push_back(std::make_unique<gw::Trainer>(shared, i));
@@ -101,7 +107,7 @@ int main(int argc, char** argv) {
 
   hog.stop();
   if (shared.comm != nullptr) gw::check_nccl(ncclCommDestroy(shared.comm), "ncclCommDestroy");
-  print_summary(s, trainers, hog_pid, ckpt.get());
+  print_summary(s, trainers, hog_pid, ckpt.get(), loader ? loader->pid() : 0);
   ckpt.reset();
   return 0;
 }

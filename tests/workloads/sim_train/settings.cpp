@@ -22,10 +22,12 @@ constexpr Named kScenarios[] = {
     {"alloc-churn", Scenario::kAllocChurn},
     {"launch-drop", Scenario::kLaunchDrop},
     {"straggler", Scenario::kStraggler},
+    {"input-stall", Scenario::kInputStall},
 };
 
 constexpr const char* kUsage =
-    "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler]\n"
+    "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler|\n"
+    "  input-stall]\n"
     "  [--steps N (200) | --seconds S] [--threads N (1)] [--wait-file PATH]\n"
     "  step shape: [--prep-us N (500)] [--overhead-us N (10)] [--optimizer-us N (150)]\n"
     "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
@@ -33,6 +35,7 @@ constexpr const char* kUsage =
     "  transfer: [--transfer-mib N (32)]   alloc-churn: [--alloc-buffers N (4)] [--alloc-mib N "
     "(8)]\n"
     "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"
+    "  input-stall: [--input-kib N (256)] [--loader-ms N (4)]\n"
     "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
     "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
@@ -52,7 +55,8 @@ Args make_args(int argc, char** argv) {
                "prep-us",       "overhead-us",  "optimizer-us",   "kernel-scale", "batch-mib",
                "loss-every",    "cpu",          "hog-threads",    "transfer-mib", "alloc-buffers",
                "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
-               "straggle-rank", "straggle-ms",  "rank",           "nccl-id"},
+               "straggle-rank", "straggle-ms",  "rank",           "nccl-id",      "input-kib",
+               "loader-ms"},
               {}, kUsage);
 }
 
@@ -99,6 +103,9 @@ Settings parse_settings(const Args& args) {
   s.ckpt_hold_ns = args.u64("ckpt-hold-ms", s.ckpt_hold_ns / 1'000'000) * 1'000'000;
   s.ckpt_period_ns = args.u64("ckpt-period-ms", s.ckpt_period_ns / 1'000'000) * 1'000'000;
   if (s.ckpt_period_ns <= s.ckpt_hold_ns) args.fail("--ckpt-period-ms must exceed the hold");
+  s.input_bytes = args.u64("input-kib", s.input_bytes >> 10) << 10;
+  if (s.input_bytes == 0) args.fail("--input-kib must be at least 1");
+  s.loader_ns = args.u64("loader-ms", s.loader_ns / 1'000'000) * 1'000'000;
 
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");

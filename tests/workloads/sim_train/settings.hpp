@@ -19,6 +19,7 @@ enum class Scenario {
   kAllocChurn,  // cudaMalloc/cudaFree of temporaries inside every step
   kLaunchDrop,  // cpu_hog starts half way through: the launch rate falls by more than half
   kStraggler,   // N rank processes all-reduce every step; one rank arrives late
+  kInputStall,  // the dispatch thread reads each batch from a pipe a slow loader process fills
 };
 
 const char* scenario_name(Scenario s);
@@ -43,6 +44,8 @@ struct Settings {
   uint64_t alloc_bytes = 8ull << 20;
   uint64_t ckpt_hold_ns = 20'000'000;    // lock: how long ckpt-writer holds the mutex
   uint64_t ckpt_period_ns = 50'000'000;  // lock: how often it takes it
+  uint64_t input_bytes = 256 << 10;      // input-stall: one batch through the pipe
+  uint64_t loader_ns = 4'000'000;        // input-stall: the loader's time to produce it
 
   // straggler
   int ranks = 2;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/proc.hpp"
+#include "sim_train/co_runners.hpp"
 #include "gwsim/clock.hpp"
 
 namespace gw {
@@ -103,6 +104,11 @@ void Trainer::launch_batch(std::span<const Kernel> kernels) {
 
 void Trainer::step(uint64_t i) {
   const Scenario sc = s_.scenario;
+  if (sc == Scenario::kInputStall) {
+    // next(data_iter): the step waits for the loader's next batch, a read on its pipe.
+    input_.resize(s_.input_bytes);
+    read_batch(shared_.input_fd, input_.data(), input_.size());
+  }
   upload_batch();
   if (sc == Scenario::kAllocChurn) {
     for (void*& t : temps_) check(cudaMalloc(&t, s_.alloc_bytes), "cudaMalloc temporary");

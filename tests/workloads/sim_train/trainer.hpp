@@ -39,6 +39,7 @@ struct Shared {
   std::mutex dispatch_mutex;         // lock: taken before every launch batch
   ncclComm_t comm = nullptr;         // straggler
   std::function<void()> on_halfway;  // launch-drop: starts the co-runner (trainer 0 calls it)
+  int input_fd = -1;                 // input-stall: the loader's pipe
   uint64_t start_ns = 0;
 };
 
@@ -73,6 +74,7 @@ class Trainer {
   const int index_;
   TrainerStats stats_;
   cudaStream_t stream_ = nullptr;
+  std::vector<char> input_;  // input-stall: the batch read from the loader
   void* d_batch_ = nullptr;
   void* d_loss_ = nullptr;
   void* d_grads_ = nullptr;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// I/O stalls: a thread that issues GPU work spends time in slow file/pipe/socket syscalls (the
-// agent records syscalls over a threshold, 1 ms by default) and waits for the disk. While it
-// reads a batch or writes a checkpoint, nothing is launched.
+// I/O stalls: a thread that issues GPU work spends time in slow file/pipe/socket syscalls (sleeps
+// of 1 ms or more the scheduler saw in one, or with `trace --with syscalls` the syscalls over a
+// threshold) and waits for the disk, or for the process at the other end of a pipe or socket.
+// While it reads a batch or writes a checkpoint, nothing is launched.
 #include <algorithm>
 #include <map>
 
@@ -18,7 +19,43 @@ struct Io {
   std::map<uint32_t, std::pair<uint64_t, int64_t>> by_nr;  // nr -> (calls, ns)
   int64_t longest = 0, longest_at = 0, first = -1, last = -1;
   uint32_t longest_nr = 0;
+  std::vector<std::pair<int64_t, int64_t>> spans;  // the I/O syscalls, in time order
 };
+
+// Who woke the thread from its sleeps inside those syscalls: the disk's completion (an
+// interrupt, a kworker) or, on a pipe or socket, the process writing the other end, such as a
+// data-loader worker the step waits for. Sorted by time, most first.
+std::vector<Culprit> io_wakers(const Context& ctx, const ThreadSummary& t, const Io& io) {
+  std::map<uint64_t, Culprit> by;
+  auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
+  size_t s = 0;
+  for (size_t k = ob; k < oe; ++k) {
+    const OffCpuRow& o = ctx.rows.offcpu[k];
+    if (o.preempted || o.other_pid == 0) continue;
+    while (s < io.spans.size() && io.spans[s].second <= o.ts) ++s;  // both sorted, neither overlaps
+    if (s == io.spans.size()) break;
+    const int64_t ns = overlap_ns(o.ts, o.end() - o.runq, io.spans[s].first, io.spans[s].second);
+    if (ns <= 0) continue;
+    Culprit& c = by[culprit_key(o.other_pid, o.other_tid, t.pid)];
+    c.pid = o.other_pid;
+    c.tid = o.other_tid;
+    c.comm = o.other_comm;
+    c.ns += ns;
+    ++c.count;
+  }
+  std::vector<Culprit> v;
+  for (auto& [key, c] : by) v.push_back(c);
+  std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& b) { return a.ns > b.ns; });
+  return v;
+}
+
+// A waker that is a program rather than the kernel's own I/O completion.
+bool is_user_task(const Context& ctx, const Culprit& c) {
+  const std::string_view comm = ctx.rows.string(c.comm);
+  for (std::string_view k : {"swapper", "kworker", "ksoftirqd", "irq/", "jbd2", "kswapd"})
+    if (comm.starts_with(k)) return false;
+  return !comm.empty();
+}
 
 Io collect(const Context& ctx, const ThreadSummary& t) {
   Io io;
@@ -31,6 +68,7 @@ Io collect(const Context& ctx, const ThreadSummary& t) {
     if (ns <= 0) continue;
     io.ns += ns;
     ++io.calls;
+    io.spans.emplace_back(s.ts, s.end());
     auto& [n, total] = io.by_nr[s.nr];
     ++n;
     total += ns;
@@ -84,10 +122,28 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(io.longest_at)) + ": " +
                              ctx.rows.syscall_name(io.longest_nr) + " " + fmt_duration(io.longest),
                          ctx.rel(io.longest_at)});
-  ch.fix =
-      "move file I/O off the GPU dispatch thread: checkpoints and logs from a background "
-      "thread or process (async checkpointing), input through DataLoader workers with "
-      "prefetch; keep datasets on fast local storage";
+  const std::vector<Culprit> wakers = io_wakers(ctx, t, io);
+  int64_t woken_ns = 0;
+  for (const Culprit& c : wakers) woken_ns += c.ns;
+  if (!wakers.empty()) {
+    ch.evidence.push_back({"woken by: " + culprit_list(ctx, wakers, woken_ns, false, 3, t.pid)});
+  }
+  // One program at the other end of the pipe or socket: the step waits for its producer.
+  const bool producer = !wakers.empty() && is_user_task(ctx, wakers.front()) &&
+                        wakers.front().ns >= ctx.th.dominant * static_cast<double>(woken_ns);
+  if (producer) {
+    const Culprit& p = wakers.front();
+    ch.culprit = ctx.other(p.pid, p.tid, p.comm, p.pid == t.pid);
+    ch.fix = "the dispatch thread waits for " + ch.culprit->label() +
+             " to hand it data: make that producer faster or run more of them ahead of the step "
+             "(DataLoader num_workers, prefetch_factor, pin_memory), or overlap the wait with "
+             "GPU work";
+  } else {
+    ch.fix =
+        "move file I/O off the GPU dispatch thread: checkpoints and logs from a background "
+        "thread or process (async checkpointing), input through DataLoader workers with "
+        "prefetch; keep datasets on fast local storage";
+  }
   ch.metrics = {{"io_syscall_ns", static_cast<double>(io.ns)},
                 {"io_syscalls", static_cast<double>(io.calls)},
                 {"block_io_bytes", static_cast<double>(bytes)}};

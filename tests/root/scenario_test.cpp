@@ -143,6 +143,10 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
     // The time is named as reads, whether from syscall rows or from the scheduler.
     const std::string ev = top["evidence"][0]["text"].get<std::string>();
     EXPECT_NE(ev.find("read "), std::string::npos) << ev;
+    // The step waits for the loader process that writes the pipe.
+    ASSERT_TRUE(HasCulprit(top));
+    EXPECT_EQ(top["culprit"]["pid"].get<int>(), wl["loader_pid"].get<int>());
+    EXPECT_EQ(top["culprit"]["comm"], "loader");
   }
   if (sc.name == "lock") {
     ASSERT_TRUE(HasCulprit(top));

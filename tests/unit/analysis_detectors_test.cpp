@@ -499,6 +499,35 @@ TEST(AnalysisDetectors, IoStallFromTheSyscallsThreadsSleptIn) {
   EXPECT_EQ(find(old, "io_stall"), nullptr) << kinds(old);
 }
 
+// The reads sleep until a separate loader process writes the pipe: the step waits for its
+// producer, which the chain names as the culprit (a disk's completions would not be).
+TEST(AnalysisDetectors, IoStallNamesTheProducerAtTheOtherEndOfAPipe) {
+  auto build = [](std::string_view waker) {
+    RowsBuilder b;
+    b.rows().session.abi_version = 3;
+    b.rows().families_off = {{"syscalls", "off", "off by default (--with syscalls)"}};
+    b.process(kTrainer, "trainer");
+    train(b, 0, 10'000, 10, 6.65);
+    for (double t = 0; t < 10'000; t += 10)
+      b.block(kTrainer, kTrainer, t + 6.95, 3 * kMs, 4242, 4242, waker).in_syscall(0);  // read
+    return analyze(b.build());
+  };
+  const Report r = build("loader");
+  const Chain* c = find(r, "io_stall");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  ASSERT_TRUE(c->culprit.has_value());
+  EXPECT_EQ(c->culprit->pid, 4242u);
+  EXPECT_EQ(c->culprit->comm, "loader");
+  EXPECT_NE(c->fix.find("loader (pid 4242)"), std::string::npos) << c->fix;
+  bool named = false;
+  for (const Evidence& e : c->evidence) named = named || e.text.starts_with("woken by: loader");
+  EXPECT_TRUE(named);
+  const Report disk = build("kworker/u4:2");
+  const Chain* d = find(disk, "io_stall");
+  ASSERT_NE(d, nullptr) << kinds(disk);
+  EXPECT_FALSE(d->culprit.has_value());
+}
+
 // With the syscall family on, its own rows are the syscalls: the intervals' names add none.
 TEST(AnalysisDetectors, SyscallRowsAreNotDoubledWhenTheFamilyWasOn) {
   RowsBuilder b;

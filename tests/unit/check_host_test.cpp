@@ -167,7 +167,7 @@ TEST(CheckVerdict, DlopenHintIsReportedAndItsAbsenceIsAWarning) {
   f.dlopen_library.clear();
   f.dlopen_error = "no C library exporting dlopen found";
   EXPECT_TRUE(problems(f).empty());
-  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "dlopen", "keep the syscall family on"));
+  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "dlopen", "trace --with syscalls"));
 }
 
 // The real host: Debian's glibc exports dlopen from libc.so.6 (2.34 and later).

@@ -16,7 +16,7 @@ need_file "$GPUWHY" "$NULL_CUDART" "$CALL_LOOP" "$LADDER"
 NULL_CALLS=${NULL_CALLS:-500000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
-RUNGS=(empty storage clock ring regs args args_s)
+RUNGS=(empty storage clock ring regs args args_s batch)
 CONFIGS=(none bt_pair "${RUNGS[@]}" gw_sys gw)
 [ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_sys"
 TSV=$GW_BENCH_OUT/probe_ladder.tsv

@@ -12,6 +12,8 @@
  *   args     + entry also reads one stack word (cudaLaunchKernel's stream: a user-memory read)
  *   args_s   the same read from a sleepable program (bpf_copy_from_user instead of
  *            bpf_probe_read_user)
+ *   batch    regs, but the return appends its call to a batch in the thread's task storage and
+ *            writes the ring once per LADDER_BATCH calls (bpf_ringbuf_output of the batch)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -26,10 +28,26 @@ struct {
 	__uint(max_entries, 16 << 20);
 } ladder_ring SEC(".maps");
 
+#define LADDER_BATCH 16
+
+struct ladder_item {
+	__u64 ts, duration_ns, args[8], ret, out;
+	__u16 api, lib;
+	__s32 stack_id;
+	__u16 flags, pad[3];
+};
+
+struct ladder_batch {
+	struct gw_event_header hdr;
+	__u32 n, pad;
+	struct ladder_item items[LADDER_BATCH];
+};
+
 struct open_call {
 	__u64 ts;
 	__u64 args[8];
 	__u64 acc; /* keeps the duration live in the clock rung */
+	struct ladder_batch batch; /* the batch rung's, beside its open call: one lookup */
 };
 
 struct {
@@ -178,6 +196,39 @@ SEC("uprobe.s") int e_args_s(struct pt_regs *ctx)
 
 	if (c && bpf_copy_from_user(&c->args[6], 8, (void *)(PT_REGS_SP(ctx) + 16)))
 		c->args[6] = 0;
+	return 0;
+}
+
+SEC("uprobe") int r_batch(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(0);
+	struct ladder_batch *b;
+	struct ladder_item *it;
+	__u32 n;
+
+	if (!c)
+		return 0;
+	b = &c->batch;
+	n = b->n;
+	if (n >= LADDER_BATCH)
+		n = 0;
+	it = &b->items[n];
+	it->ts = c->ts;
+	it->duration_ns = now - c->ts;
+	__builtin_memcpy(it->args, c->args, sizeof(it->args));
+	it->ret = PT_REGS_RC(ctx);
+	it->out = 0;
+	it->api = (__u16)bpf_get_attach_cookie(ctx);
+	it->lib = 0;
+	it->stack_id = -1;
+	it->flags = 0;
+	b->n = ++n;
+	if (n == LADDER_BATCH) {
+		fill_header(&b->hdr, sizeof(*b), b->items[0].ts);
+		bpf_ringbuf_output(&ladder_ring, b, sizeof(*b), BPF_RB_NO_WAKEUP);
+		b->n = 0;
+	}
 	return 0;
 }
 

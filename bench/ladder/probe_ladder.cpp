@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // probe_ladder LIB SYMBOL RUNG: attaches one rung of probe_ladder.bpf.c (empty, storage, clock,
-// ring, regs, args, args_s) to SYMBOL in LIB as gpuwhy does (one uprobe_multi link for entry, one for return,
+// ring, regs, args, args_s, batch) to SYMBOL in LIB as gpuwhy does (one uprobe_multi link for entry, one for return,
 // at gpuwhy's probe offset), prints "ready", drains the ring until SIGINT/SIGTERM, then prints one
 // JSON line {"rung":..,"records":N}. bench/probe_ladder.sh times a call loop under each rung.
 #include <bpf/bpf.h>
@@ -27,7 +27,7 @@ int count_record(void* ctx, void*, size_t) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: probe_ladder LIB SYMBOL empty|storage|clock|ring|regs|args|args_s\n");
+    std::fprintf(stderr, "usage: probe_ladder LIB SYMBOL empty|storage|clock|ring|regs|args|args_s|batch\n");
     return 2;
   }
   const std::string lib = argv[1], symbol = argv[2], rung = argv[3];
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
                {"ring", skel->progs.e_clock, skel->progs.r_ring},
                {"regs", skel->progs.e_regs, skel->progs.r_args},
                {"args", skel->progs.e_args, skel->progs.r_args},
-               {"args_s", skel->progs.e_args_s, skel->progs.r_args}};
+               {"args_s", skel->progs.e_args_s, skel->progs.r_args},
+               {"batch", skel->progs.e_regs, skel->progs.r_batch}};
   const Pair* pick = nullptr;
   for (const Pair& p : pairs)
     if (rung == p.rung) pick = &p;

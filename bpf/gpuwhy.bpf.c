@@ -9,5 +9,6 @@
 #include "proc.bpf.h"
 #include "sched.bpf.h"
 #include "host.bpf.h"
+#include "cpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -40,27 +40,6 @@ struct {
 	__type(value, struct gw_offcpu_open);
 } gw_offcpu_scratch SEC(".maps");
 
-/*
- * The system call `task` is in, read from the user registers its kernel entry saved; -1 when it
- * is in none. orig_ax alone cannot say: an exception saves its error code there (a user page
- * fault's is 4-7, stat to poll as syscall numbers). The SYSCALL instruction leaves the return
- * address in rcx and the flags in r11, and the entry code saves both beside ip and flags, so
- * their equality marks a syscall entry; an interrupted or faulting thread matching both is
- * vanishingly unlikely.
- */
-static __always_inline __s16 gw_task_syscall(struct task_struct *task)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long nr;
-
-	if (!regs)
-		return -1;
-	nr = regs->orig_ax; /* a BTF pointer: plain loads, no helper calls */
-	if (nr < 0 || nr >= 1024 || regs->cx != regs->ip || regs->r11 != regs->flags)
-		return -1;
-	return nr;
-}
-
 static __always_inline void gw_switch_out(struct task_struct *prev, struct task_struct *next,
 					  bool preempt, unsigned int prev_state, __u64 now)
 {

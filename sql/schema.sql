@@ -135,12 +135,21 @@ CREATE TABLE threads (
 --     waker_comm INTEGER,           -- strings.id
 --     holder_pid INTEGER,           -- had the CPU when it got it back (0: idle; NULL: not
 --     holder_tid INTEGER,           --   recorded, a trace from before ABI 2)
---     holder_comm INTEGER           -- strings.id
---   );
+--     holder_comm INTEGER,          -- strings.id
+--     syscall    INTEGER            -- the syscall it slept in (syscall_names.nr); NULL: none,
+--   );                              --   or a trace from before ABI 3
 --
 --   CREATE TABLE syscalls (
 --     ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
 --     nr INTEGER NOT NULL, ret INTEGER, arg0 INTEGER
+--   );
+--
+--   -- One row per CPU sample that found a traced thread running (trace --sample-hz).
+--   CREATE TABLE cpu_samples (
+--     ts INTEGER NOT NULL, dur INTEGER NOT NULL,  -- dur: the sampling period it stands for
+--     pid INTEGER NOT NULL, tid INTEGER NOT NULL, cpu INTEGER NOT NULL,
+--     syscall INTEGER,                            -- the syscall it was in; NULL: none
+--     kernel INTEGER NOT NULL                     -- 1: the timer interrupted kernel code
 --   );
 --
 --   CREATE TABLE block_io (
@@ -203,6 +212,18 @@ CREATE TABLE reclaim_chunks (
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX reclaim_chunks_tid ON reclaim_chunks(tid, ts_min);
+
+-- Added after schema 2's first files: a reader skips it where a file lacks it.
+CREATE TABLE cpu_samples_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
+);
+CREATE INDEX cpu_samples_chunks_tid ON cpu_samples_chunks(tid, ts_min);
 
 -- ---- Per-second rollups ------------------------------------------------------------------------
 -- Written with each chunk of api_calls / offcpu, in the same transaction (src/store/rollups.hpp):

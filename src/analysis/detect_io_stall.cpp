@@ -57,6 +57,27 @@ bool is_user_task(const Context& ctx, const Culprit& c) {
   return !comm.empty();
 }
 
+// Without the syscall family, a CPU sample in an I/O syscall that no syscall row holds (one
+// alone: prepare_rows does not place it, see derive_syscalls) still stands for a sampling period
+// spent in that syscall on the CPU: counted in the totals, never placed in time.
+void add_lone_samples(const Context& ctx, const ThreadSummary& t, Io& io) {
+  auto [b, e] = Joins::range(ctx.joins.cpu_samples, t.tid);
+  size_t row = 0;  // io.spans is in time order, as are the samples
+  for (size_t k = b; k < e; ++k) {
+    const CpuSampleRow& s = ctx.rows.cpu_samples[k];
+    if (s.ts < t.first_ns || s.ts >= t.last_ns || s.syscall < 0) continue;
+    const auto nr = static_cast<uint32_t>(s.syscall);
+    if (!is_io_syscall(ctx.rows, nr)) continue;
+    while (row < io.spans.size() && io.spans[row].second <= s.ts) ++row;
+    if (row < io.spans.size() && io.spans[row].first <= s.ts) continue;  // in a row already
+    io.ns += s.dur;
+    ++io.calls;
+    auto& [n, total] = io.by_nr[nr];
+    ++n;
+    total += s.dur;
+  }
+}
+
 Io collect(const Context& ctx, const ThreadSummary& t) {
   Io io;
   io.t = &t;
@@ -80,6 +101,7 @@ Io collect(const Context& ctx, const ThreadSummary& t) {
       io.longest_nr = s.nr;
     }
   }
+  if (ctx.rows.syscalls_from_scheduler()) add_lone_samples(ctx, t, io);
   return io;
 }
 

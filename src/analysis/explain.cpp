@@ -90,6 +90,7 @@ std::string family_evidence(std::string_view family) {
   if (family == "block_io") return "block I/O";
   if (family == "tcp") return "TCP retransmissions";
   if (family == "reclaim") return "direct-reclaim stalls";
+  if (family == "cpu_samples") return "CPU samples";
   return std::string(family) + " events";
 }
 
@@ -131,10 +132,16 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
       continue;
     }
     if (f.family == "syscalls" && rows.syscalls_from_scheduler()) {
+      const bool sampled = std::none_of(
+          rows.families_off.begin(), rows.families_off.end(),
+          [](const TraceRows::FamilyOff& g) { return g.family == "cpu_samples"; });
       out.push_back({"syscalls_from_scheduler",
-                     "syscalls are seen where a thread slept in them (the scheduler names the "
-                     "syscall); time a syscall spent on the CPU is not (trace --with syscalls "
-                     "records every slow syscall, at a cost to every syscall on the host)"});
+                     std::string("syscalls are seen where a thread slept in them (the scheduler "
+                                 "names the syscall)") +
+                         (sampled ? " and, sampled, where they ran on the CPU"
+                                  : "; time a syscall spent on the CPU is not (no CPU samples)") +
+                         "; their counts are stretches of time, not calls (trace --with syscalls "
+                         "records every slow syscall, at a cost to every syscall on the host)"});
       continue;
     }
     out.push_back({"family_" + f.state,

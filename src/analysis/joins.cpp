@@ -241,6 +241,7 @@ Joins compute_joins(const TraceRows& rows) {
   j.syscalls = tid_ranges(rows.syscalls);
   j.block_io = tid_ranges(rows.block_io);
   j.reclaim = tid_ranges(rows.reclaim);
+  j.cpu_samples = tid_ranges(rows.cpu_samples);
   grow_parallel(j.queued_ahead, rows.calls.size());
   grow_parallel(j.nested, rows.calls.size());
   // Calls are sorted by (tid, ts): each thread is one run of them.

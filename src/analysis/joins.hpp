@@ -178,7 +178,7 @@ struct Joins {
   // call, when both libraries are probed): totals skip these so time is not counted twice
   std::vector<uint8_t> nested;
   std::vector<ThreadSummary> threads;  // sorted by tid
-  TidRanges offcpu, syscalls, block_io, reclaim;
+  TidRanges offcpu, syscalls, block_io, reclaim, cpu_samples;
 
   const CallOverlap* overlap(uint32_t call) const;
   // The overlaps of one thread's calls (contiguous: overlaps are sorted by call index).

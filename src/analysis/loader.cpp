@@ -532,6 +532,27 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       },
       rows.reclaim);
   if (!st) return st.error();
+  if (auto present = store::has_table(db, "cpu_samples_chunks"); present && *present) {
+    const Columns cc{store::find_chunked_table("cpu_samples")};
+    const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
+                   c_sys = cc["syscall"], c_kernel = cc["kernel"];
+    st = scan_chunks(
+        pool, *cc.table, from, to, Keep::Most,
+        [&](const store::Chunk& k, uint32_t r, auto& out) {
+          const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
+          if (!keep(pid) || !overlaps(k, r, c_ts, c_dur)) return;
+          CpuSampleRow s;
+          s.ts = k.value(c_ts, r);
+          s.dur = k.value(c_dur, r);
+          s.pid = pid;
+          s.tid = static_cast<uint32_t>(k.value(c_tid, r));
+          if (!k.is_null(c_sys, r)) s.syscall = static_cast<int16_t>(k.value(c_sys, r));
+          s.kernel = k.value(c_kernel, r) != 0;
+          out.push_back(s);
+        },
+        rows.cpu_samples);
+    if (!st) return st.error();
+  }
   // Retransmits are a host-wide signal (often from softirq context, pid 0): keep them all.
   st = each_row(db,
                 "SELECT ts, coalesce(pid, 0), coalesce(tid, 0), coalesce(saddr, ''), "

@@ -2,6 +2,7 @@
 #include "analysis/rows.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 
 #include "analysis/addr_ranges.hpp"
@@ -235,29 +236,96 @@ namespace {
 // What the syscall family records by default (trace --min-syscall-us): slow syscalls only.
 constexpr int64_t kSlowSyscallNs = 1'000'000;
 
-// Without the syscall family, a slow syscall is still seen where it slept: the off-CPU interval
-// records the syscall the thread left the CPU in. Those intervals become the syscall rows the
-// I/O and lock detectors read, so explain names futex, read or fsync in either mode.
-void derive_blocked_syscalls(TraceRows& rows) {
+// Without the syscall family, a slow syscall is still seen: where it slept, the off-CPU interval
+// records the syscall the thread left the CPU in; where it ran (a large write into the page
+// cache), the CPU samples record it. Both become the syscall rows the I/O and lock detectors
+// read, so explain names futex, read or write in either mode.
+//
+// One walk over a thread's off-CPU intervals and samples in time order (both sorted by tid, ts):
+// consecutive pieces in the same syscall join into one stretch; anything else in between (user
+// code, another syscall, a sleep outside one) ends it, and a stretch ends where the next piece
+// begins, so rows never overlap. A sample is a point: it extends a stretch by half a period, and
+// one alone (no second sample, no sleep in the same syscall) is not placed at all: it says the
+// thread spent about a period in that syscall somewhere around it, and a row claiming the time
+// after it would take host work between GPU calls away from the detectors that measure it.
+// Stretches of 1 ms or more are kept. The tracer's own syscalls (a uretprobe's return trap) are
+// not the application's.
+void derive_syscalls(TraceRows& rows) {
   if (!rows.syscalls_from_scheduler() || !rows.syscalls.empty()) return;
-  for (const OffCpuRow& o : rows.offcpu) {
-    if (o.syscall < 0 || o.dur < kSlowSyscallNs) continue;
-    rows.syscalls.push_back({o.ts, o.dur, o.pid, o.tid, static_cast<uint32_t>(o.syscall), 0});
+  struct Stretch {
+    int64_t ts = 0, end = 0;
+    uint32_t pid = 0, tid = 0;
+    int32_t nr = -1;
+    uint32_t samples = 0;
+    bool slept = false;
+    bool last_sample = false;  // its latest piece is a sample
+  };
+  const std::vector<OffCpuRow>& off = rows.offcpu;
+  const std::vector<CpuSampleRow>& smp = rows.cpu_samples;
+  const int64_t period = smp.empty() ? 0 : smp.front().dur;
+  std::vector<bool> tracer_nr;  // by nr: the uprobe/uretprobe trap syscalls
+  for (const auto& [nr, name] : rows.syscall_names) {
+    if (name != "uretprobe" && name != "uprobe") continue;
+    if (tracer_nr.size() <= nr) tracer_nr.resize(nr + 1);
+    tracer_nr[nr] = true;
   }
+  auto app_nr = [&](int32_t nr) {
+    return nr >= 0 && !(static_cast<size_t>(nr) < tracer_nr.size() && tracer_nr[nr]) ? nr : -1;
+  };
+  auto before = [](uint32_t tid_a, int64_t ts_a, uint32_t tid_b, int64_t ts_b) {
+    return tid_a != tid_b ? tid_a < tid_b : ts_a <= ts_b;
+  };
+  std::optional<Stretch> cur;
+  auto close = [&](const Stretch* next) {
+    if (!cur) return;
+    if (next && next->tid == cur->tid) cur->end = std::min(cur->end, next->ts);
+    if (cur->nr >= 0 && (cur->slept || cur->samples >= 2) && cur->end - cur->ts >= kSlowSyscallNs)
+      rows.syscalls.push_back({cur->ts, cur->end - cur->ts, cur->pid, cur->tid,
+                               static_cast<uint32_t>(cur->nr), 0});
+    cur.reset();
+  };
+  for (size_t i = 0, j = 0; i < off.size() || j < smp.size();) {
+    Stretch p;
+    if (j == smp.size() || (i < off.size() && before(off[i].tid, off[i].ts, smp[j].tid, smp[j].ts))) {
+      const OffCpuRow& o = off[i++];
+      p = {o.ts, o.end(), o.pid, o.tid, app_nr(o.syscall), 0, true, false};
+    } else {
+      const CpuSampleRow& c = smp[j++];
+      p = {c.ts, c.ts + period / 2, c.pid, c.tid, app_nr(c.syscall), 1, false, true};
+    }
+    // The next piece of the same syscall joins when a sample bridges the gap to it: a sample
+    // within a period of a sleep (a woken thread runs on in the syscall), a sleep within a
+    // period of a sample. Two sleeps with nothing seen between are two calls: the gap between
+    // them may be any work at all.
+    const bool bridged = p.samples > 0 || (cur && cur->last_sample);
+    const bool joins = cur && p.nr >= 0 && p.tid == cur->tid && p.nr == cur->nr &&
+                       p.ts - cur->end <= (bridged ? period : 0);
+    if (joins) {
+      cur->end = std::max(cur->end, p.end);
+      cur->samples += p.samples;
+      cur->slept = cur->slept || p.slept;
+      cur->last_sample = p.samples > 0;
+      continue;
+    }
+    close(&p);
+    cur = p;
+  }
+  close(nullptr);
 }
 
 }  // namespace
 
 void prepare_rows(TraceRows& rows) {
   if (rows.prepared) return;
-  derive_blocked_syscalls(rows);
+  sort_by_tid_ts(rows.offcpu);
+  sort_by_tid_ts(rows.cpu_samples);
+  derive_syscalls(rows);  // needs the two above sorted
   if (rows.apis.empty()) rows.apis = catalog_api_table();
   const CallFiller filler(rows);
   prepare_memory_calls(rows, filler);
   const FilledCalls f = fill_calls(rows.calls, filler);
   infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
   if (!f.sorted) regroup_by_tid_ts(rows.calls);
-  sort_by_tid_ts(rows.offcpu);
   sort_by_tid_ts(rows.syscalls);
   sort_by_tid_ts(rows.block_io);
   sort_by_tid_ts(rows.reclaim);

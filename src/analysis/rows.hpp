@@ -89,6 +89,15 @@ struct BlockIoRow {
   int64_t end() const { return ts + dur; }
 };
 
+// A CPU sample that found a traced thread running: it stands for `dur` of CPU time.
+struct CpuSampleRow {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  int16_t syscall = -1;  // the syscall it was in; -1: none
+  bool kernel = false;   // kernel code (a syscall, a fault, an interrupt)
+  int64_t end() const { return ts + dur; }
+};
+
 struct ReclaimRow {
   int64_t ts = 0, dur = 0;
   uint32_t pid = 0, tid = 0;
@@ -169,9 +178,11 @@ struct TraceRows {
   // "returns:<category>")? Their durations read as 0 and mean "unknown".
   bool entry_only(Category c) const;
   // Was the syscall family off in a trace whose off-CPU rows say which syscall a thread slept
-  // in (ABI 3)? Then `syscalls` holds the off-CPU intervals a thread spent
-  // blocked in a system call (from the scheduler, no syscall tracepoints): a syscall's on-CPU
-  // time is not seen, and one that blocked twice is two rows.
+  // in (ABI 3)? Then `syscalls` is derived (prepare_rows): a thread's sleeps of 1 ms or more in
+  // a system call (from the scheduler), and its CPU samples in one (their on-CPU time, as
+  // sampled), adjacent pieces in the same syscall merged into one row. Without the syscall
+  // tracepoints a row is a stretch of time in that syscall, not one call, and a syscall's
+  // return value is unknown.
   bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
@@ -185,6 +196,7 @@ struct TraceRows {
   std::vector<BlockIoRow> block_io;
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
+  std::vector<CpuSampleRow> cpu_samples;
 
   bool prepared = false;  // prepare_rows has run (set by it)
 

@@ -24,6 +24,7 @@ struct TraceFlags {
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
+  uint32_t sample_hz = 199;
   bool no_host_libs = false;
   std::vector<std::string> with, without;
   bool quiet = false;
@@ -59,7 +60,11 @@ void add_trace_command(CLI::App& root, Runner& run) {
       ->delimiter(',')
       ->check(CLI::IsMember(categories));
   cmd->add_option("--min-offcpu-us", flags->min_offcpu_us, "Record off-CPU intervals at least this long")->capture_default_str();
-  cmd->add_option("--min-syscall-us", flags->min_syscall_us, "Record syscalls at least this long")->capture_default_str();
+  cmd->add_option("--min-syscall-us", flags->min_syscall_us, "With --with syscalls, record syscalls at least this long")->capture_default_str();
+  cmd->add_option("--sample-hz", flags->sample_hz,
+                  "Sample what traced threads do on the CPU this often per CPU (the syscall they "
+                  "are in, kernel or user code); 0: off")
+      ->capture_default_str();
   const std::vector<std::string> families = {"syscalls", "block-io", "tcp", "reclaim"};
   cmd->add_option("--with", flags->with,
                   "Add a kernel probe family that is off by default: syscalls (every slow "
@@ -118,6 +123,9 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.block_io = on("block-io", probes::host_family_on_by_default(HostFamily::BlockIo));
       opt.tcp = on("tcp", probes::host_family_on_by_default(HostFamily::Tcp));
       opt.reclaim = on("reclaim", probes::host_family_on_by_default(HostFamily::Reclaim));
+      if (flags->sample_hz > 10000)
+        return fail("--sample-hz must be at most 10000 (e.g. 199; 0 turns sampling off)", 2);
+      opt.sample_hz = flags->sample_hz;
       opt.status_line = !flags->quiet;
       opt.command_line = invocation();
       opt.ready_file = flags->ready_file;

@@ -288,6 +288,7 @@ int TraceSession::run() {
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
   cfg.syscalls = opt_.syscalls;
+  cfg.sample_hz = opt_.sample_hz;
   cfg.block_io = opt_.block_io;
   cfg.tcp = opt_.tcp;
   cfg.reclaim = opt_.reclaim;

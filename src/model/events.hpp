@@ -94,6 +94,15 @@ struct Reclaim {
   uint64_t nr_reclaimed = 0;
 };
 
+// A traced thread found running by the CPU sampling timer.
+struct CpuSample {
+  int64_t ts = 0;
+  int64_t dur = 0;  // the sampling period: the CPU time this sample stands for
+  uint32_t pid = 0, tid = 0, cpu = 0;
+  int32_t syscall = -1;  // the system call it was in, -1: none
+  bool kernel = false;   // the timer interrupted kernel code
+};
+
 // A GPU runtime library was mapped by a process: discovery should look at it.
 struct LibMapped {
   int64_t ts = 0;
@@ -104,6 +113,6 @@ struct LibMapped {
 };
 
 using Event = std::variant<ApiCall, OffCpu, ProcEvent, SyscallEvent, BlockIo, TcpRetrans, Reclaim,
-                           LibMapped>;
+                           CpuSample, LibMapped>;
 
 }  // namespace gpuwhy

@@ -3,7 +3,9 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,9 +21,14 @@ namespace {
 
 int libbpf_to_spdlog(enum libbpf_print_level level, const char* fmt, va_list args) {
   if (level == LIBBPF_DEBUG && !spdlog::should_log(spdlog::level::trace)) return 0;
-  char buf[1024];
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
-  std::string line(buf, n > 0 ? std::min<size_t>(n, sizeof(buf) - 1) : 0);
+  // Whole: a verifier log (the one thing that says why a program was refused) runs to pages.
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, again);
+  va_end(again);
+  std::string line(n > 0 ? static_cast<size_t>(n) + 1 : 1, '\0');
+  std::vsnprintf(line.data(), line.size(), fmt, args);
+  line.resize(n > 0 ? static_cast<size_t>(n) : 0);
   while (!line.empty() && line.back() == '\n') line.pop_back();
   if (level == LIBBPF_WARN) spdlog::debug("libbpf: {}", line);  // reported via our own errors
   else spdlog::trace("libbpf: {}", line);
@@ -40,6 +47,7 @@ std::string_view host_family_name(HostFamily f) {
     case HostFamily::BlockIo: return "block_io";
     case HostFamily::Tcp: return "tcp";
     case HostFamily::Reclaim: return "reclaim";
+    case HostFamily::CpuSamples: return "cpu_samples";
   }
   return "?";
 }
@@ -73,6 +81,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.launch_read_mask = cfg.launch_read_mask;
   ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
+  ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;
 
   bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
@@ -159,7 +168,45 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
     note_family(e.family, "on", "");
   }
   if (!cfg.syscalls) attach_dlopen_hint();
+  if (cfg.sample_hz) attach_cpu_sampling(cfg.sample_hz);
+  else note_family(HostFamily::CpuSamples, "off", "left out (--sample-hz 0)");
   return {};
+}
+
+void Probes::attach_cpu_sampling(uint32_t hz) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;  // a timer: works in VMs without a hardware PMU
+  attr.sample_period = 1'000'000'000ull / hz;  // ns of CPU time: one sample per period
+  const int cpus = libbpf_num_possible_cpus();
+  int timers = 0;
+  std::string failure;
+  for (int cpu = 0; cpu < cpus && failure.empty(); ++cpu) {
+    const int fd = static_cast<int>(
+        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // a possible CPU that is offline
+      failure = std::string("perf_event_open on CPU ") + std::to_string(cpu) + ": " +
+                std::strerror(errno);
+      break;
+    }
+    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.gw_cpu_sample, fd);
+    if (!link) {
+      failure = std::string("cannot attach gw_cpu_sample: ") + std::strerror(errno);
+      close(fd);
+      break;
+    }
+    links_.push_back(link);
+    ++timers;
+  }
+  if (failure.empty() && timers == 0) failure = "no online CPU to sample";
+  if (failure.empty()) {
+    note_family(HostFamily::CpuSamples, "on", "");
+    return;
+  }
+  warnings_.push_back(failure + "; CPU samples are off for this trace");
+  note_family(HostFamily::CpuSamples, "failed", failure);
 }
 
 // A family is as good as its worst program: one that failed makes it "failed" whatever the others

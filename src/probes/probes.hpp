@@ -20,7 +20,7 @@ struct bpf_link;
 namespace gpuwhy::probes {
 
 // Kernel-side probe families that can be switched on and off (API probes are per library).
-enum class HostFamily : uint8_t { Sched, Proc, Syscalls, BlockIo, Tcp, Reclaim };
+enum class HostFamily : uint8_t { Sched, Proc, Syscalls, BlockIo, Tcp, Reclaim, CpuSamples };
 std::string_view host_family_name(HostFamily f);
 // The syscall family is off unless asked for (trace --with syscalls): its tracepoints slow every
 // system call on the host, and the uretprobe syscall each traced call returns through, while the
@@ -37,7 +37,8 @@ struct ProbeConfig {
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;
-  bool syscalls = true, block_io = true, tcp = true, reclaim = true;
+  bool syscalls = false, block_io = true, tcp = true, reclaim = true;
+  uint32_t sample_hz = 0;  // CPU samples of traced threads per second and CPU (0: none)
 };
 
 // What became of one host family in this trace: on, off (not asked for), or failed (with why).
@@ -91,6 +92,8 @@ class Probes {
  private:
   Probes() = default;
   Status attach_host_families(const ProbeConfig& cfg);
+  // A perf_event timer on every CPU running gw_cpu_sample; a failure turns the family off.
+  void attach_cpu_sampling(uint32_t hz);
   void attach_dlopen_hint();
   void note_family(HostFamily f, std::string state, std::string detail);
   std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib,
@@ -103,7 +106,7 @@ class Probes {
     return (entry_only_ & category_bit(api.category)) != 0;
   }
   std::vector<int> multi_fds_;  // per library: an entry link, a return link unless all entry-only
-  std::vector<bpf_link*> links_;
+  std::vector<bpf_link*> links_;  // a sampling timer's link owns its perf_event fd
   std::vector<std::string> warnings_;
   std::vector<FamilyState> families_;
 };

@@ -49,6 +49,7 @@ std::string_view kind_name(uint16_t kind) {
     case GW_EV_TCP_RETRANS: return "tcp_retrans";
     case GW_EV_RECLAIM: return "reclaim";
     case GW_EV_LIB_MAP: return "lib_map";
+    case GW_EV_CPU_SAMPLE: return "cpu_sample";
   }
   return "unknown";
 }
@@ -172,6 +173,13 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.dport = r.dport;
       e.state = r.state;
       out = std::move(e);
+      return DecodeStatus::Ok;
+    }
+    case GW_EV_CPU_SAMPLE: {
+      gw_cpu_sample r{};
+      if (!load(data, size, r)) return DecodeStatus::TooShort;
+      out = CpuSample{ts, static_cast<int64_t>(r.period_ns), h.pid, h.tid, h.cpu, r.syscall,
+                      r.kernel != 0};
       return DecodeStatus::Ok;
     }
     case GW_EV_RECLAIM: {

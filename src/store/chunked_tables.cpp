@@ -20,13 +20,16 @@ constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid"
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
+constexpr std::array<std::string_view, 7> kCpuSamples = {"ts",      "dur",    "pid", "tid",
+                                                         "cpu",     "syscall", "kernel"};
 
-const std::array<ChunkedTable, 5> kTables = {{
+const std::array<ChunkedTable, 6> kTables = {{
     {"api_calls", kApiCalls, 0, 1, 2, 3},
     {"offcpu", kOffCpu, 0, 1, 3, 4},
     {"syscalls", kSyscalls, 0, 1, 2, 3},
     {"block_io", kBlockIo, 0, 1, 2, 3},
     {"reclaim", kReclaim, 0, 1, 2, 3},
+    {"cpu_samples", kCpuSamples, 0, 1, 2, 3},
 }};
 
 }  // namespace

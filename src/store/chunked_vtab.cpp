@@ -837,7 +837,7 @@ int connect(sqlite3* db, void*, int argc, const char* const* argv, sqlite3_vtab*
   if (!spec) {
     *err = sqlite3_mprintf(
         "gw_chunked takes one argument, the event table to present "
-        "(api_calls, offcpu, syscalls, block_io or reclaim)");
+        "(api_calls, offcpu, syscalls, block_io, reclaim or cpu_samples)");
     return SQLITE_ERROR;
   }
   std::string decl = "CREATE TABLE x(";
@@ -1087,6 +1087,9 @@ Status attach_chunked_tables(sqlite3* db) {
     return sqlite_error(db, "registering the event tables");
   for (const ChunkedTable& t : chunked_tables()) {
     const std::string name(t.name);
+    auto present = has_table(db, t.chunks());
+    if (!present) return present.error();
+    if (!*present) continue;  // a table added after the file was written
     if (auto st = exec(
             db,
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp." + name + " USING gw_chunked(" + name + ")",

@@ -185,6 +185,16 @@ void bind_row(Stmt& s, const TcpRetrans& e, Interner&) {
   s.i64(9, e.state);
 }
 
+void fill_row(RowValues& r, const CpuSample& e, Interner&) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, e.cpu);
+  r.opt(5, e.syscall >= 0, e.syscall);
+  r.set(6, e.kernel ? 1 : 0);
+}
+
 void fill_row(RowValues& r, const Reclaim& e, Interner&) {
   r.set(0, e.ts);
   r.set(1, e.dur);
@@ -271,7 +281,8 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
     return st.error();
   for (const ChunkedTable& spec : chunked_tables()) {
     auto sink = ChunkSink::prepare(db, spec);
-    static_assert(sink_index<ApiCall>() == 0 && sink_index<Reclaim>() == 4);
+    static_assert(sink_index<ApiCall>() == 0 && sink_index<Reclaim>() == 4 &&
+                  sink_index<CpuSample>() == 5);
     if (!sink) return sink.error();
     t.sinks_.push_back(std::move(sink.value()));
   }

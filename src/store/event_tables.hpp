@@ -79,7 +79,8 @@ class EventTables {
     if constexpr (std::is_same_v<T, OffCpu>) return 1;
     if constexpr (std::is_same_v<T, SyscallEvent>) return 2;
     if constexpr (std::is_same_v<T, BlockIo>) return 3;
-    return 4;  // Reclaim
+    if constexpr (std::is_same_v<T, Reclaim>) return 4;
+    return 5;  // CpuSample
   }
 
   sqlite3* db_ = nullptr;

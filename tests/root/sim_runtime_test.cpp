@@ -149,7 +149,8 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   EXPECT_EQ(scalar(*f, std::string("SELECT count(*) FROM probe_families WHERE family = 'syscalls' "
                                    "AND state = '") + (syscalls ? "on" : "off") + "'"),
             1);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 6 : 5);
+  // sched, proc, block_io, tcp, reclaim, cpu_samples; syscalls when asked for.
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 7 : 6);
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
   EXPECT_EQ(ex.out.find("syscalls are seen where a thread slept in them") != std::string::npos,

@@ -41,6 +41,7 @@ TEST(TraceFlags, BadInputGetsOneLineAndNonZeroExit) {
       {{"trace", "--no-such-flag"}, "no-such-flag"},
       {{"trace", "--without", "syscalls,gpu"}, "gpu"},
       {{"trace", "--with", "tcp,syscalls", "--without", "syscalls"}, "contradict"},
+      {{"trace", "--sample-hz", "20000"}, "--sample-hz"},
       {{"frobnicate"}, "frobnicate"},
   };
   for (const Case& c : cases) {

@@ -528,6 +528,35 @@ TEST(AnalysisDetectors, IoStallNamesTheProducerAtTheOtherEndOfAPipe) {
   EXPECT_FALSE(d->culprit.has_value());
 }
 
+// Page-cache writes run on the CPU: without the syscall family only the CPU samples see them.
+// Consecutive samples in one syscall become one stretch, cut where the thread next sleeps, and
+// joined by a sleep in the same syscall right after.
+TEST(AnalysisDetectors, IoStallFromCpuSamplesInASyscall) {
+  RowsBuilder b;
+  b.rows().session.abi_version = 3;
+  b.rows().families_off = {{"syscalls", "off", "off by default (--with syscalls)"}};
+  b.process(kTrainer, "trainer");
+  train(b, 0, 10'000, 100, 60);
+  constexpr int64_t kPeriod = 5 * kMs;
+  for (double t = 0; t < 10'000; t += 100) {
+    for (int k = 0; k < 6; ++k) b.sample(kTrainer, kTrainer, t + 60.5 + 5 * k, kPeriod, 18);
+    b.block(kTrainer, kTrainer, t + 89, 4 * kMs, 0, 0, "").in_syscall(18);  // throttled
+    b.sample(kTrainer, kTrainer, t + 20, kPeriod, -1);  // user code: not a syscall
+  }
+  b.rows().syscall_names[18] = "pwrite64";
+  TraceRows prepared = b.rows();
+  prepare_rows(prepared);
+  ASSERT_EQ(prepared.syscalls.size(), 100u) << "one stretch per save";
+  const SyscallRow& s = prepared.syscalls.front();
+  EXPECT_EQ(s.nr, 18u);
+  EXPECT_EQ(s.ts, testing::kT0 + 60'500'000);
+  EXPECT_EQ(s.end(), testing::kT0 + 93'000'000);  // the samples to 89 ms, then the sleep to 93 ms
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "io_stall");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_NE(c->evidence[0].text.find("pwrite64"), std::string::npos) << c->evidence[0].text;
+}
+
 // With the syscall family on, its own rows are the syscalls: the intervals' names add none.
 TEST(AnalysisDetectors, SyscallRowsAreNotDoubledWhenTheFamilyWasOn) {
   RowsBuilder b;

@@ -94,6 +94,11 @@ class RowsBuilder {
     o.holder_recorded = true;
     return *this;
   }
+  // A CPU sample at `at_ms` standing for `period_ns`, in system call `nr` (-1: none).
+  RowsBuilder& sample(uint32_t pid, uint32_t tid, double at_ms, int64_t period_ns, int16_t nr) {
+    rows_.cpu_samples.push_back({at(at_ms), period_ns, pid, tid, nr, nr >= 0});
+    return *this;
+  }
   // The last off-CPU interval began in system call `nr` (ABI 3's offcpu.syscall).
   RowsBuilder& in_syscall(int16_t nr) {
     rows_.offcpu.back().syscall = nr;

@@ -193,6 +193,7 @@ TEST(StoreOpen, FinishLeavesOneCompleteIndexedFile) {
                  "'sqlite_autoindex%' ORDER BY name"),
             (Rows{{"api_calls_chunks_tid"},
                   {"block_io_chunks_tid"},
+                  {"cpu_samples_chunks_tid"},
                   {"offcpu_chunks_tid"},
                   {"reclaim_chunks_tid"},
                   {"syscalls_chunks_tid"}}));

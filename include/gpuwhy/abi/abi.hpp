@@ -39,7 +39,9 @@ static_assert(sizeof(gw_syscall) == 24 + 32);
 static_assert(sizeof(gw_block_io) == 24 + 32);
 static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
-static_assert(sizeof(gw_config) == 40);
+static_assert(sizeof(gw_cpu_sample) == 24 + 16);
+static_assert(offsetof(gw_cpu_sample, syscall) == 32);
+static_assert(sizeof(gw_config) == 48);
 static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // Counter ids are stored by name in traces (losses, event_counts); user space sums them into
 // std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).

@@ -32,6 +32,7 @@ enum gw_event_kind {
 	GW_EV_TCP_RETRANS = 8, /* a TCP retransmission (host-wide) */
 	GW_EV_RECLAIM = 9,     /* direct reclaim stall of a traced thread */
 	GW_EV_LIB_MAP = 10,    /* a GPU runtime library was mapped executable */
+	GW_EV_CPU_SAMPLE = 11, /* a traced thread found running by the CPU sampling timer (ABI 3) */
 };
 
 struct gw_event_header {
@@ -202,6 +203,19 @@ struct gw_reclaim {
 	__u64 nr_reclaimed;
 };
 
+/* ---- CPU samples ---------------------------------------------------------------------------- */
+
+/* What a traced thread was doing when the sampling timer (gw_config.sample_period_ns) found it on
+ * a CPU: the on-CPU side of the off-CPU intervals, and the CPU time a syscall spends, which the
+ * scheduler does not see. ABI 3. */
+struct gw_cpu_sample {
+	struct gw_event_header hdr; /* ts = the sample; pid/tid = the thread on the CPU */
+	__u64 period_ns;            /* CPU time one sample stands for */
+	__s16 syscall;              /* the system call it was in, -1: none */
+	__u8 kernel;                /* 1: the timer interrupted kernel code */
+	__u8 pad[5];
+};
+
 /* ---- loss and health counters (per-CPU array map "gw_counters") ------------------------------ */
 
 enum gw_counter {
@@ -228,6 +242,7 @@ struct gw_config {
 	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
 	__u32 launch_read_mask;
 	__u32 pad;
+	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 };
 
 #endif /* GPUWHY_ABI_EVENTS_H */

@@ -23,11 +23,12 @@ constexpr Named kScenarios[] = {
     {"launch-drop", Scenario::kLaunchDrop},
     {"straggler", Scenario::kStraggler},
     {"input-stall", Scenario::kInputStall},
+    {"inline-save", Scenario::kInlineSave},
 };
 
 constexpr const char* kUsage =
     "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler|\n"
-    "  input-stall]\n"
+    "  input-stall|inline-save]\n"
     "  [--steps N (200) | --seconds S] [--threads N (1)] [--wait-file PATH]\n"
     "  step shape: [--prep-us N (500)] [--overhead-us N (10)] [--optimizer-us N (150)]\n"
     "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
@@ -36,6 +37,7 @@ constexpr const char* kUsage =
     "(8)]\n"
     "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"
     "  input-stall: [--input-kib N (256)] [--loader-ms N (4)]\n"
+    "  inline-save: [--save-mib N (64)] [--save-every N (10)] [--save-dir DIR (/tmp)]\n"
     "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
     "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
@@ -56,7 +58,7 @@ Args make_args(int argc, char** argv) {
                "loss-every",    "cpu",          "hog-threads",    "transfer-mib", "alloc-buffers",
                "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
                "straggle-rank", "straggle-ms",  "rank",           "nccl-id",      "input-kib",
-               "loader-ms"},
+               "loader-ms",     "save-mib",     "save-every",     "save-dir"},
               {}, kUsage);
 }
 
@@ -106,6 +108,10 @@ Settings parse_settings(const Args& args) {
   s.input_bytes = args.u64("input-kib", s.input_bytes >> 10) << 10;
   if (s.input_bytes == 0) args.fail("--input-kib must be at least 1");
   s.loader_ns = args.u64("loader-ms", s.loader_ns / 1'000'000) * 1'000'000;
+  s.save_bytes = args.u64("save-mib", s.save_bytes >> 20) << 20;
+  s.save_every = args.u64("save-every", s.save_every);
+  if (s.save_bytes == 0 || s.save_every == 0) args.fail("--save-mib and --save-every must be >= 1");
+  s.save_dir = args.str("save-dir", s.save_dir);
 
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");

@@ -20,6 +20,7 @@ enum class Scenario {
   kLaunchDrop,  // cpu_hog starts half way through: the launch rate falls by more than half
   kStraggler,   // N rank processes all-reduce every step; one rank arrives late
   kInputStall,  // the dispatch thread reads each batch from a pipe a slow loader process fills
+  kInlineSave,  // the dispatch thread writes a checkpoint file itself every few steps (on-CPU)
 };
 
 const char* scenario_name(Scenario s);
@@ -46,6 +47,9 @@ struct Settings {
   uint64_t ckpt_period_ns = 50'000'000;  // lock: how often it takes it
   uint64_t input_bytes = 256 << 10;      // input-stall: one batch through the pipe
   uint64_t loader_ns = 4'000'000;        // input-stall: the loader's time to produce it
+  uint64_t save_bytes = 64ull << 20;     // inline-save: one checkpoint
+  uint64_t save_every = 10;              // inline-save: steps between checkpoints
+  std::string save_dir = "/tmp";         // inline-save: where the checkpoint file goes
 
   // straggler
   int ranks = 2;

@@ -66,6 +66,7 @@ class Trainer {
   void teardown();
   void step(uint64_t i);
   void upload_batch();
+  void save_checkpoint();
   void launch_batch(std::span<const Kernel> kernels);
   bool halfway(uint64_t i) const;
 
@@ -75,6 +76,7 @@ class Trainer {
   TrainerStats stats_;
   cudaStream_t stream_ = nullptr;
   std::vector<char> input_;  // input-stall: the batch read from the loader
+  int save_fd_ = -1;         // inline-save: the checkpoint file (unlinked at once)
   void* d_batch_ = nullptr;
   void* d_loss_ = nullptr;
   void* d_grads_ = nullptr;

@@ -68,6 +68,33 @@ std::vector<Chain> run_detectors(const Context& ctx) {
   return chains;
 }
 
+// A launch-rate drop is a symptom seen from the rate's side. When another chain on the same
+// victim names the same culprit, that chain says what happened (the lock, the contention) and
+// comes first whatever their estimates: the drop follows it. Left to lost time, two estimates
+// of one cause within a few percent of each other would pick the headline by noise.
+void causes_before_their_drops(std::vector<Chain>& kept) {
+  auto same = [](const Task& a, const Task& b) { return a.pid == b.pid && a.tid == b.tid; };
+  for (size_t i = 0; i < kept.size();) {
+    const Chain& drop = kept[i];
+    size_t cause = kept.size();
+    if (drop.kind == "rate_drop" && drop.culprit) {
+      for (size_t j = i + 1; j < kept.size() && cause == kept.size(); ++j) {
+        const Chain& c = kept[j];
+        if (c.kind != "rate_drop" && c.culprit && same(c.process, drop.process) &&
+            same(c.thread, drop.thread) && same(*c.culprit, *drop.culprit))
+          cause = j;
+      }
+    }
+    if (cause == kept.size()) {
+      ++i;
+      continue;
+    }
+    std::rotate(kept.begin() + static_cast<std::ptrdiff_t>(i),
+                kept.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                kept.begin() + static_cast<std::ptrdiff_t>(cause) + 1);
+  }
+}
+
 std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th) {
   std::vector<Chain> kept;
   for (Chain& c : chains) {
@@ -81,6 +108,7 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th) 
     if (a.kind != b.kind) return a.kind < b.kind;
     return a.process.pid < b.process.pid;
   });
+  causes_before_their_drops(kept);
   return kept;
 }
 

@@ -180,7 +180,7 @@ void Probes::attach_cpu_sampling(uint32_t hz) {
   attr.config = PERF_COUNT_SW_CPU_CLOCK;  // a timer: works in VMs without a hardware PMU
   attr.sample_period = 1'000'000'000ull / hz;  // ns of CPU time: one sample per period
   const int cpus = libbpf_num_possible_cpus();
-  int timers = 0;
+  const size_t first = links_.size();
   std::string failure;
   for (int cpu = 0; cpu < cpus && failure.empty(); ++cpu) {
     const int fd = static_cast<int>(
@@ -198,13 +198,15 @@ void Probes::attach_cpu_sampling(uint32_t hz) {
       break;
     }
     links_.push_back(link);
-    ++timers;
   }
-  if (failure.empty() && timers == 0) failure = "no online CPU to sample";
+  if (failure.empty() && links_.size() == first) failure = "no online CPU to sample";
   if (failure.empty()) {
     note_family(HostFamily::CpuSamples, "on", "");
     return;
   }
+  // Some CPUs sampled and others not would look like threads that never ran there: none.
+  for (size_t i = first; i < links_.size(); ++i) bpf_link__destroy(links_[i]);
+  links_.resize(first);
   warnings_.push_back(failure + "; CPU samples are off for this trace");
   note_family(HostFamily::CpuSamples, "failed", failure);
 }

@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "discover/host_check.hpp"
+#include "probes/probes.hpp"
 
 namespace gpuwhy::cli {
 namespace {
@@ -86,6 +87,12 @@ std::string ringbuf_text(int r) {
   return std::string("probe failed: ") + std::strerror(-r);
 }
 
+std::string cpu_clock_text(int r) {
+  if (r == discover::kNotProbed) return "not probed (needs privileges)";
+  if (r == 1) return "cpu-clock perf events open (CPU samples)";
+  return std::string("cpu-clock perf event refused: ") + std::strerror(-r);
+}
+
 void print_text(const CheckReport& r) {
   const HostFacts& f = r.facts;
   std::printf("System\n");
@@ -94,6 +101,7 @@ void print_text(const CheckReport& r) {
       {"btf", f.btf_path + (f.btf ? " present" : " missing")},
       {"privileges", privileges_text(f)},
       {"ring buffer", ringbuf_text(f.ringbuf)},
+      {"cpu sampling", cpu_clock_text(f.cpu_clock)},
       {"uprobes", f.uprobe_pmu_type >= 0
                       ? "uprobe PMU (type " + std::to_string(f.uprobe_pmu_type) + ")"
                       : "no uprobe PMU"},
@@ -213,6 +221,10 @@ json to_json(const CheckReport& r) {
        {{"probed", f.ringbuf != discover::kNotProbed},
         {"supported", f.ringbuf == 1},
         {"detail", ringbuf_text(f.ringbuf)}}},
+      {"cpu_clock",
+       {{"probed", f.cpu_clock != discover::kNotProbed},
+        {"supported", f.cpu_clock == 1},
+        {"detail", cpu_clock_text(f.cpu_clock)}}},
       {"uprobe_pmu",
        {{"present", f.uprobe_pmu_type >= 0},
         {"type", f.uprobe_pmu_type >= 0 ? json(f.uprobe_pmu_type) : json(nullptr)}}},
@@ -244,6 +256,7 @@ void add_check_command(CLI::App& root, Runner& run) {
     run = [as_json] {
       discover::CheckOptions opts;
       opts.probe_ringbuf = [] { return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr); };
+      opts.probe_cpu_clock = probes::probe_cpu_clock;
       const CheckReport report = discover::run_check(opts);
       if (*as_json) {
         std::printf("%s\n",

@@ -160,6 +160,7 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
   // libbpf's probe reports "unsupported" for any failure, EPERM included: only ask when
   // privileged, so that an unprivileged run does not blame the kernel.
   if (opts.probe_ringbuf && f.privileged()) f.ringbuf = opts.probe_ringbuf();
+  if (opts.probe_cpu_clock && f.privileged()) f.cpu_clock = opts.probe_cpu_clock();
   rlimit rl{};
   if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
     f.memlock_cur = rl.rlim_cur;
@@ -220,6 +221,18 @@ std::vector<Finding> evaluate(const HostFacts& f) {
     add(Severity::Problem, "ringbuf",
         std::string("probing the BPF ring buffer failed (") + std::strerror(-f.ringbuf) +
             "): allow bpf() for gpuwhy");
+  }
+
+  if (f.cpu_clock == 1) {
+    add(Severity::Info, "cpu_samples",
+        "cpu-clock perf events open: trace samples what traced threads do on the CPU "
+        "(--sample-hz, 199 per second per CPU by default)");
+  } else if (f.cpu_clock != kNotProbed) {
+    add(Severity::Warning, "cpu_samples",
+        std::string("cannot open a cpu-clock perf event (") + std::strerror(-f.cpu_clock) +
+            "): trace runs without CPU samples, so a syscall's time on the CPU is seen only "
+            "with 'trace --with syscalls'; allow perf_event_open (kernel.perf_event_paranoid, "
+            "seccomp) for gpuwhy");
   }
 
   if (f.uprobe_pmu_type < 0) {

@@ -61,10 +61,11 @@ struct HostFacts {
   std::string tracefs_path;  // where tracefs is mounted; empty when it is not
   bool tracefs_uprobe_events = false;
   int ringbuf = kNotProbed;  // 1 supported, 0 map creation failed, < 0 -errno
+  int cpu_clock = kNotProbed;  // a cpu-clock perf event (trace's CPU samples): 1 opens, < 0 -errno
   int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
   uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
   uint64_t memlock_max = 0;
-  // The host C library's dlopen, where `trace --without syscalls` hangs its library hint; empty
+  // The host C library's dlopen, where `trace` (no syscall family) hangs its library hint; empty
   // with the reason in dlopen_error when there is none.
   std::string dlopen_library, dlopen_error;
   std::vector<LibraryCheck> libraries;
@@ -97,6 +98,8 @@ struct CheckOptions {
   // Runs libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL). Injected because this module
   // reads files only and does not link libbpf; unset leaves the ring buffer unprobed.
   std::function<int()> probe_ringbuf;
+  // Opens (and closes) a cpu-clock perf event on CPU 0: 1, or -errno. Unset: not probed.
+  std::function<int()> probe_cpu_clock;
   bool scan_host = true;       // look for installed libraries
   bool scan_processes = true;  // look into every running process's maps
 };

@@ -173,18 +173,34 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   return {};
 }
 
-void Probes::attach_cpu_sampling(uint32_t hz) {
+namespace {
+
+// A cpu-clock event sampling every `period_ns` of CPU time on `cpu`, any task: a timer, so it
+// works in VMs without a hardware PMU. A descriptor, or -1 with errno.
+int open_cpu_clock(int cpu, uint64_t period_ns) {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
-  attr.config = PERF_COUNT_SW_CPU_CLOCK;  // a timer: works in VMs without a hardware PMU
-  attr.sample_period = 1'000'000'000ull / hz;  // ns of CPU time: one sample per period
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.sample_period = period_ns;
+  return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+int probe_cpu_clock() {
+  const int fd = open_cpu_clock(0, 1'000'000'000ull / 199);
+  if (fd < 0) return -errno;
+  close(fd);
+  return 1;
+}
+
+void Probes::attach_cpu_sampling(uint32_t hz) {
   const int cpus = libbpf_num_possible_cpus();
   const size_t first = links_.size();
   std::string failure;
   for (int cpu = 0; cpu < cpus && failure.empty(); ++cpu) {
-    const int fd = static_cast<int>(
-        syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    const int fd = open_cpu_clock(cpu, 1'000'000'000ull / hz);
     if (fd < 0) {
       if (errno == ENODEV) continue;  // a possible CPU that is offline
       failure = std::string("perf_event_open on CPU ") + std::to_string(cpu) + ": " +

@@ -27,6 +27,9 @@ std::string_view host_family_name(HostFamily f);
 // scheduler already names the syscall a thread slept in. The others are on unless left out.
 constexpr bool host_family_on_by_default(HostFamily f) { return f != HostFamily::Syscalls; }
 
+// The perf event the CPU samples use, opened on CPU 0 and closed again: 1, or -errno (`check`).
+int probe_cpu_clock();
+
 struct ProbeConfig {
   uint64_t min_offcpu_ns = 0;         // shorter off-CPU intervals are not emitted
   uint64_t min_syscall_ns = 1'000'000; // only slow syscalls are emitted

@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <cerrno>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -158,6 +160,17 @@ TEST(CheckVerdict, NoLibrariesIsOnlyAWarning) {
   f.libraries.clear();
   EXPECT_TRUE(problems(f).empty());
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "libraries", "wait for GPU processes"));
+}
+
+// CPU samples are an option of tracing, not a condition: a refused cpu-clock event warns.
+TEST(CheckVerdict, CpuSamplingIsReportedAndItsAbsenceIsAWarning) {
+  HostFacts f = good_host();
+  f.cpu_clock = 1;
+  EXPECT_TRUE(has(evaluate(f), Severity::Info, "cpu_samples", "--sample-hz"));
+  f.cpu_clock = -EACCES;
+  EXPECT_TRUE(problems(f).empty());
+  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "cpu_samples", "Permission denied"));
+  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "cpu_samples", "--with syscalls"));
 }
 
 TEST(CheckVerdict, DlopenHintIsReportedAndItsAbsenceIsAWarning) {

@@ -5,7 +5,7 @@
 //   {"workload":"sim_train","scenario":..,"pid":..,"rank":..,"trainer_tids":[..],"steps":..,
 //    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
 //    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
-//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..}
+//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..}
 // Run with --help for the options.
 #include <unistd.h>
 
@@ -29,12 +29,13 @@ double per_second(uint64_t count, uint64_t ns) { return ns ? count * 1e9 / ns : 
 void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::Trainer>>& ts,
                    pid_t hog_pid, const gw::CkptWriter* ckpt, pid_t loader_pid) {
   std::vector<uint64_t> tids;
-  uint64_t steps = 0, launches = 0, start = ~0ull, end = 0;
+  uint64_t steps = 0, launches = 0, start = ~0ull, end = 0, save_ns = 0;
   for (const auto& t : ts) {
     const gw::TrainerStats& st = t->stats();
     tids.push_back(static_cast<uint64_t>(st.tid));
     steps += st.steps;
     launches += st.launches;
+    save_ns += st.save_ns;
     start = std::min(start, st.start_ns);
     end = std::max(end, st.end_ns);
   }
@@ -61,7 +62,8 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
           .num("hog_pid", hog_pid)
           .num("ckpt_writer_tid", ckpt ? ckpt->tid() : 0)
           .num("ckpt_holds", ckpt ? ckpt->holds() : 0)
-          .num("loader_pid", loader_pid));
+          .num("loader_pid", loader_pid)
+          .num("save_ns", save_ns));
 }
 
 }  // namespace

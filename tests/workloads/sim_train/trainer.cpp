@@ -87,10 +87,12 @@ void Trainer::setup() {
 void Trainer::save_checkpoint() {
   static const std::vector<char> state(s_.save_bytes, 3);
   const auto n = static_cast<ssize_t>(state.size());
+  const uint64_t t0 = gwsim::now_ns();
   if (pwrite(save_fd_, state.data(), state.size(), 0) != n) {
     std::perror("sim_train: writing the checkpoint");
     std::exit(1);
   }
+  stats_.save_ns += gwsim::now_ns() - t0;
 }
 
 void Trainer::teardown() {

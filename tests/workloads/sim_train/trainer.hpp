@@ -49,6 +49,7 @@ struct TrainerStats {
   uint64_t launches = 0;
   uint64_t start_ns = 0, halfway_ns = 0, end_ns = 0;
   uint64_t halfway_launches = 0;
+  uint64_t save_ns = 0;  // inline-save: time spent writing checkpoints (the ground truth)
 };
 
 class Trainer {

@@ -299,6 +299,22 @@ TEST(StoreRollupOldFiles, InvestigationTracesAnswerTheViews) {
   EXPECT_GE(checked, 1);
 }
 
+// A table added later (cpu_samples) is absent from older files: a query says the file predates
+// it, and a newer one has it.
+TEST(StoreRollupOldFiles, TablesAFilePredatesAreNamedAsSuch) {
+  const auto root = std::filesystem::path(GW_SOURCE_DIR) / "investigations";
+  auto old = open_trace((root / "lock-convoy" / "trace.db").string());
+  ASSERT_TRUE(old);
+  auto q = store::run_query(*old, "SELECT count(*) FROM v_thread_cpu");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().line().find("no such table: cpu_samples (this trace predates that table"),
+            std::string::npos)
+      << q.error().line();
+  auto newer = open_trace((root / "inline-checkpoint" / "trace.db").string());
+  ASSERT_TRUE(newer);
+  EXPECT_NE(scalar(*newer, "SELECT count(*) FROM cpu_samples"), "0");
+}
+
 TEST_F(StoreRollup, OpTotalsPerThreadAndApi) {
   ApiCall big = call("cudaMemcpy", kStart + 2500 * kMs, 700, 10, 11);
   big.f.bytes = 300;

@@ -51,6 +51,15 @@ class StoreViews : public ::testing::Test {
         offcpu(kStart + 1900, 600, 10, 11, false, "swapper/2", "nccl-proxy", 100),
         offcpu(kStart + 2900, 400, 10, 11, false, "swapper/2", "nccl-proxy", 20),
         offcpu(kStart + 4100, 100, 10, 11, true, "python3", ""),
+        // CPU samples of thread 11, 5 ms each: three in write (nr 1), one in kernel code outside
+        // a syscall, two in its own code; one of thread 12, in an unnamed syscall 999.
+        CpuSample{kStart + 5000, 5'000'000, 10, 11, 0, 1, true},
+        CpuSample{kStart + 5100, 5'000'000, 10, 11, 0, 1, true},
+        CpuSample{kStart + 5200, 5'000'000, 10, 11, 1, 1, true},
+        CpuSample{kStart + 5300, 5'000'000, 10, 11, 1, -1, true},
+        CpuSample{kStart + 5400, 5'000'000, 10, 11, 0, -1, false},
+        CpuSample{kStart + 5500, 5'000'000, 10, 11, 0, -1, false},
+        CpuSample{kStart + 5600, 5'000'000, 10, 12, 1, 999, true},
     };
     ASSERT_TRUE(w->write_batch(events).ok());
     ASSERT_TRUE(w->upsert_thread(10, 11, "trainer", kStart).ok());
@@ -115,6 +124,16 @@ TEST_F(StoreViews, ThreadOffCpuTotalsAndCulprits) {
                    "nccl-proxy", "1000"},
                   {"10", "12", "NULL", "900", "900", "0", "900", "1", "kworker/2:1", "900", "NULL",
                    "NULL"}}));
+}
+
+TEST_F(StoreViews, ThreadCpuSaysWhereEachThreadsCpuTimeWent) {
+  EXPECT_EQ(rows(*file_,
+                 "SELECT pid, tid, comm, what, samples, est_ns, share FROM v_thread_cpu "
+                 "ORDER BY tid, samples DESC, what"),
+            (Rows{{"10", "11", "trainer", "write", "3", "15000000", "0.5"},
+                  {"10", "11", "trainer", "user", "2", "10000000", "0.3333"},
+                  {"10", "11", "trainer", "kernel", "1", "5000000", "0.1667"},
+                  {"10", "12", "NULL", "syscall 999", "1", "5000000", "1.0"}}));
 }
 
 TEST_F(StoreViews, CallsNameDirectionAndUnits) {
@@ -199,8 +218,8 @@ TEST(StoreViewsFiles, EveryViewFileIsOneDocumentedCreateView) {
     EXPECT_NE(v.sql.find("CREATE VIEW " + v.name + " AS"), std::string::npos) << v.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"v_call_offcpu", "v_call_offcpu_intervals", "v_calls",
-                                             "v_losses", "v_op_totals", "v_thread_offcpu",
-                                             "v_throughput"}));
+                                             "v_losses", "v_op_totals", "v_thread_cpu",
+                                             "v_thread_offcpu", "v_throughput"}));
 }
 
 }  // namespace

@@ -279,6 +279,21 @@ CREATE TABLE proc_events (
 );
 
 -- Every place that can lose an event counts it here (see docs/schema.md for causes).
+-- The user stacks behind api_calls.stack_id (trace --stacks), resolved on the traced host while
+-- the process lived: one row per frame, depth 0 the innermost (the probed function itself).
+-- module/offset: the mapped file and the offset in it; symbol: the ELF function holding it
+-- ("cudaLaunchKernel+0x4"); NULL where unknown (the process had exited, anonymous code, a file
+-- with no symbol there). Added after schema 2's first files.
+CREATE TABLE stack_frames (
+  stack_id INTEGER NOT NULL,
+  depth    INTEGER NOT NULL,
+  addr     INTEGER NOT NULL,
+  module   TEXT,
+  offset   INTEGER,
+  symbol   TEXT,
+  PRIMARY KEY (stack_id, depth)
+) WITHOUT ROWID;
+
 CREATE TABLE losses (
   source TEXT NOT NULL,   -- bpf | reader | store
   cause  TEXT NOT NULL,

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,6 +25,7 @@
 #include "core/log.hpp"
 #include "core/stop.hpp"
 #include "discover/discover.hpp"
+#include "discover/symbolize.hpp"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
 #include "store/store.hpp"
@@ -70,11 +72,18 @@ class Recorder {
   store::TraceWriter& writer() { return *w_; }
   std::mutex& mu() { return mu_; }
 
-  // Names the processes and threads seen in a batch before the batch itself is written.
+  // With --stacks: reads a captured user stack by id from the kernel's map.
+  void read_stacks_with(std::function<std::vector<uint64_t>(int32_t)> read) {
+    read_stack_ = std::move(read);
+  }
+
+  // Names the processes and threads seen in a batch before the batch itself is written, and
+  // resolves the user stacks seen for the first time.
   void note_identities(const reader::Batch& batch) {
     for (const Event& ev : batch) {
       std::visit([&](const auto& e) { note(e); }, ev);
     }
+    write_new_stacks();
   }
 
   size_t process_count() const { return pids_.size(); }
@@ -89,6 +98,28 @@ class Recorder {
       if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
       else see(e.pid, e.tid, e.ts);
     }
+    if constexpr (std::is_same_v<E, ApiCall>) {
+      if (e.stack_id >= 0 && read_stack_ && stacks_.insert(e.stack_id).second)
+        new_stacks_.emplace_back(e.stack_id, e.pid);
+    }
+  }
+
+  // A stack is resolved the first time a call carries its id, milliseconds after the call: the
+  // process is almost always alive then, its mappings readable (names cannot be had later, on
+  // another machine). One process's mapping of the id is as good as any: equal ids, equal stacks.
+  void write_new_stacks() {
+    if (new_stacks_.empty()) return;
+    std::vector<store::StackFrameRow> rows;
+    for (const auto& [id, pid] : new_stacks_) {
+      const std::vector<uint64_t> ips = read_stack_(id);
+      for (size_t d = 0; d < ips.size(); ++d) {
+        discover::Frame f = symbols_.resolve(pid, ips[d]);
+        rows.push_back({id, static_cast<uint32_t>(d), f.addr, std::move(f.module), f.offset,
+                        std::move(f.symbol)});
+      }
+    }
+    new_stacks_.clear();
+    if (Status s = w_->write_stack_frames(rows); !s) spdlog::warn("{}", s.error().line());
   }
 
   void see(uint32_t pid, uint32_t tid, int64_t ts) {
@@ -111,6 +142,10 @@ class Recorder {
   std::unique_ptr<store::TraceWriter> w_;
   std::mutex mu_;
   std::set<uint32_t> pids_, tids_;
+  std::function<std::vector<uint64_t>(int32_t)> read_stack_;
+  std::set<int32_t> stacks_;                              // ids seen (resolved or queued)
+  std::vector<std::pair<int32_t, uint32_t>> new_stacks_;  // (id, a pid that used it)
+  discover::Symbolizer symbols_;
 };
 
 class TraceSession {
@@ -300,6 +335,7 @@ int TraceSession::run() {
   auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, clock_));
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
+  if (opt_.stacks) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
   for (const probes::FamilyState& f : probes_->family_states()) {
     if (Status s = rec_->writer().set_probe_family(probes::host_family_name(f.family), f.state,
                                                    f.detail);

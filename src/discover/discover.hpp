@@ -44,9 +44,16 @@ struct ElfInfo {
   uint16_t machine = 0;  // e_machine (EM_X86_64 = 62): entry decoding is per architecture
   std::vector<LoadSegment> load_segments;
   std::vector<ElfSymbol> dynamic_symbols;  // defined (not undefined) dynamic symbols only
+  // Defined functions of .symtab (name, vaddr, size only), read when asked for: a program's own
+  // functions, which .dynsym does not export; empty for a stripped file.
+  std::vector<ElfSymbol> symtab_functions;
 };
 
-Result<ElfInfo> read_elf(const std::string& path);
+enum class ElfRead : uint8_t {
+  Dynamic,     // what probing needs: .dynsym is required
+  WithSymtab,  // symbolizing: .symtab too, and a file without .dynsym (an executable) is fine
+};
+Result<ElfInfo> read_elf(const std::string& path, ElfRead what = ElfRead::Dynamic);
 
 // The function a probe on `name` should use: the default ('@@') version when there is one,
 // else the first non-default ('@') one. Null when the file defines no such function.

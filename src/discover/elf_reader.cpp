@@ -100,6 +100,7 @@ std::string build_id_in(const Elf_Data* data) {
 
 struct Sections {
   Elf_Scn* dynsym = nullptr;
+  Elf_Scn* symtab = nullptr;
   Elf_Scn* versym = nullptr;
   Elf_Scn* verdef = nullptr;
   Elf_Scn* dynamic = nullptr;
@@ -117,6 +118,7 @@ Result<Sections> find_sections(Elf* e, const std::string& path) {
     if (gelf_getshdr(scn, &shdr) == nullptr) return elf_error(path, "bad section header");
     switch (shdr.sh_type) {
       case SHT_DYNSYM: s.dynsym = scn; break;
+      case SHT_SYMTAB: s.symtab = scn; break;
       case SHT_GNU_versym: s.versym = scn; break;
       case SHT_GNU_verdef: s.verdef = scn; break;
       case SHT_DYNAMIC: s.dynamic = scn; break;
@@ -233,6 +235,28 @@ Status read_symbols(Elf* e, const std::string& path, const Sections& s, ElfInfo&
   return {};
 }
 
+// The defined functions of .symtab, for symbolizing addresses: name, address and size.
+void read_symtab_functions(Elf* e, Elf_Scn* symtab, ElfInfo& info) {
+  GElf_Shdr shdr;
+  if (symtab == nullptr || gelf_getshdr(symtab, &shdr) == nullptr) return;
+  Elf_Data* syms = elf_getdata(symtab, nullptr);
+  const size_t symsize = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
+  if (syms == nullptr || symsize == 0) return;
+  const size_t count = syms->d_size / symsize;
+  for (size_t i = 1; i < count; ++i) {
+    GElf_Sym sym;
+    if (gelf_getsym(syms, static_cast<int>(i), &sym) == nullptr) break;
+    if (sym.st_shndx == SHN_UNDEF || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+    ElfSymbol out;
+    out.name = str_at(e, shdr.sh_link, sym.st_name);
+    if (out.name.empty()) continue;
+    out.vaddr = sym.st_value;
+    out.size = sym.st_size;
+    out.is_function = true;
+    info.symtab_functions.push_back(std::move(out));
+  }
+}
+
 }  // namespace
 
 std::optional<uint64_t> file_offset_of(const std::vector<LoadSegment>& segments, uint64_t vaddr) {
@@ -245,7 +269,7 @@ std::optional<uint64_t> file_offset_of(const std::vector<LoadSegment>& segments,
   return std::nullopt;
 }
 
-Result<ElfInfo> read_elf(const std::string& path) {
+Result<ElfInfo> read_elf(const std::string& path, ElfRead what) {
   static std::once_flag once;
   std::call_once(once, [] { elf_version(EV_CURRENT); });
 
@@ -273,6 +297,10 @@ Result<ElfInfo> read_elf(const std::string& path) {
     }
   }
   info.soname = read_soname(elf.get(), sections->dynamic);
+  if (what == ElfRead::WithSymtab) {
+    read_symtab_functions(elf.get(), sections->symtab, info);
+    if (sections->dynsym == nullptr) return info;  // an executable: its .symtab is enough
+  }
   if (auto st = read_symbols(elf.get(), path, *sections, info); !st) return st.error();
   return info;
 }

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -363,6 +364,17 @@ void Probes::detach_all() {
   multi_fds_.clear();
   for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
   links_.clear();
+}
+
+std::vector<uint64_t> Probes::user_stack(int32_t id) const {
+  constexpr size_t kDepth = 127;  // the map's value size (bpf/api.bpf.h)
+  std::vector<uint64_t> ips(kDepth, 0);
+  const uint32_t key = static_cast<uint32_t>(id);
+  if (id < 0 || bpf_map__lookup_elem(skel_->maps.gw_stacks, &key, sizeof(key), ips.data(),
+                                     ips.size() * sizeof(uint64_t), 0) != 0)
+    return {};
+  ips.resize(static_cast<size_t>(std::find(ips.begin(), ips.end(), 0) - ips.begin()));
+  return ips;
 }
 
 Probes::~Probes() {

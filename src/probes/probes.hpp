@@ -79,6 +79,9 @@ class Probes {
   // Removes every probe (the maps stay, so the rings can still be drained).
   void detach_all();
 
+  // The addresses of captured user stack `id`, innermost first; empty when the map has none.
+  std::vector<uint64_t> user_stack(int32_t id) const;
+
   int events_ring_fd() const;
   int lifecycle_ring_fd() const;
 

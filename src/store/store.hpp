@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,16 @@ struct SessionInfo {
   std::string boot_id;
   int64_t start_ns = 0;
   int64_t mono_to_wall_ns = 0;
+};
+
+// One frame of a captured user stack (stack_frames).
+struct StackFrameRow {
+  int32_t stack_id = -1;
+  uint32_t depth = 0;
+  uint64_t addr = 0;
+  std::string module;              // empty: NULL
+  std::optional<uint64_t> offset;
+  std::string symbol;              // empty: NULL
 };
 
 struct LossCount {
@@ -72,6 +83,8 @@ class TraceWriter {
   Status set_probe_family(std::string_view family, std::string_view state, std::string_view detail);
   Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
+  // The frames of resolved stacks, in one transaction (a stack written again is replaced).
+  Status write_stack_frames(std::span<const StackFrameRow> frames);
 
   // Replaces the stored loss and per-source counts (called periodically and at the end). The
   // store knows the events of batches that failed to commit: ("store", "write_error") is at least

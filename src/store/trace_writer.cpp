@@ -339,6 +339,31 @@ Status TraceWriter::set_probe_family(std::string_view family, std::string_view s
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing probe_families");
 }
 
+Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
+  Impl& m = *impl_;
+  if (frames.empty()) return {};
+  auto s = Stmt::prepare(m.db,
+                         "INSERT OR REPLACE INTO stack_frames(stack_id, depth, addr, module, offset, "
+                         "symbol) VALUES (?,?,?,?,?,?)",
+                         "writing stack_frames");
+  if (!s) return s.error();
+  if (Status st = exec(m.db, "BEGIN", "writing stack_frames"); !st) return st;
+  for (const StackFrameRow& f : frames) {
+    s->i64(1, f.stack_id);
+    s->i64(2, f.depth);
+    s->i64(3, static_cast<int64_t>(f.addr));
+    s->text_or_null(4, f.module);
+    s->opt(5, f.offset.has_value(), f.offset.value_or(0));
+    s->text_or_null(6, f.symbol);
+    if (s->run() != SQLITE_DONE) {
+      Status failed = sqlite_error(m.db, "writing stack_frames");
+      (void)exec(m.db, "ROLLBACK", "writing stack_frames");
+      return failed;
+    }
+  }
+  return exec(m.db, "COMMIT", "writing stack_frames");
+}
+
 Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns) {
   Impl& m = *impl_;
   Error err;

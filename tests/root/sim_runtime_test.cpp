@@ -228,5 +228,26 @@ TEST_F(SimRuntime, EntryOnlyLaunchesAreRecordedWithoutReturnProbes) {
                        "state = 'off'"), 1);
 }
 
+// With --stacks every launch carries a stack id, and the trace holds that stack resolved on the
+// traced host: the probed function in the runtime at depth 0, the program's own main() below it.
+// launch_storm runs long enough (~1 s) for its first stacks to be resolved while it lives.
+TEST_F(SimRuntime, StacksAreStoredWithFunctionNames) {
+  const int calls = 200000;
+  auto f = trace_launch_storm(dir, {"--stacks"}, calls);
+  ASSERT_TRUE(f);
+  const std::string launches = kLaunches;
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stack_id >= 0"), calls);
+  const std::string id =
+      std::to_string(scalar(*f, "SELECT stack_id" + launches + " GROUP BY stack_id "
+                                "ORDER BY count(*) DESC LIMIT 1"));
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
+                       " AND depth = 0 AND symbol LIKE 'cudaLaunchKernel+0x%' AND "
+                       "module LIKE '%/libcudart.so.13'"),
+            1);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
+                       " AND depth > 0 AND symbol LIKE 'main+0x%' AND module LIKE '%/launch_storm'"),
+            1);
+}
+
 }  // namespace
 }  // namespace gpuwhy::testing

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "discover/symbolize.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "discover/proc_util.hpp"
+
+namespace gpuwhy::discover {
+namespace {
+
+// The link /proc/PID/map_files/START-END opens the very file mapped there (root only).
+std::string map_file_path(uint32_t pid, const MapEntry& m) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "/proc/%u/map_files/%llx-%llx", pid,
+                static_cast<unsigned long long>(m.start), static_cast<unsigned long long>(m.end));
+  return buf;
+}
+
+// The virtual address a file offset is loaded at, through the PT_LOAD segment holding it.
+std::optional<uint64_t> vaddr_of(const std::vector<LoadSegment>& segments, uint64_t offset) {
+  for (const LoadSegment& s : segments) {
+    if (offset >= s.file_offset && offset < s.file_offset + s.file_size)
+      return s.vaddr + (offset - s.file_offset);
+  }
+  return std::nullopt;
+}
+
+// "gw::Trainer::step(unsigned long)" for "_ZN2gw7Trainer4stepEm"; other names as they are.
+std::string demangled(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string result = status == 0 && out ? out : name;
+  std::free(out);
+  return result;
+}
+
+}  // namespace
+
+std::string symbol_at(const std::vector<ElfSymbol>& functions, uint64_t vaddr) {
+  auto it = std::upper_bound(functions.begin(), functions.end(), vaddr,
+                             [](uint64_t v, const ElfSymbol& s) { return v < s.vaddr; });
+  if (it == functions.begin()) return {};
+  const ElfSymbol& s = *std::prev(it);
+  if (vaddr >= s.vaddr + std::max<uint64_t>(s.size, 1)) return {};
+  char off[24];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(vaddr - s.vaddr));
+  return demangled(s.name) + off;
+}
+
+const std::vector<MapEntry>& Symbolizer::maps_of(uint32_t pid) {
+  auto it = maps_.find(pid);
+  if (it != maps_.end()) return it->second;
+  std::vector<MapEntry> maps;
+  if (auto text = read_small_file("/proc/" + std::to_string(pid) + "/maps"))
+    maps = parse_maps(*text);
+  return maps_.emplace(pid, std::move(maps)).first->second;
+}
+
+const Symbolizer::Functions* Symbolizer::functions_of(uint32_t pid, const MapEntry& m) {
+  const std::pair<uint64_t, uint64_t> key{(uint64_t{m.dev_major} << 32) | m.dev_minor, m.inode};
+  auto it = files_.find(key);
+  if (it != files_.end()) return it->second.get();
+  std::unique_ptr<Functions> f;
+  auto elf = read_elf(map_file_path(pid, m), ElfRead::WithSymtab);
+  if (!elf && !m.path.empty() && !m.deleted)
+    elf = read_elf(m.path, ElfRead::WithSymtab);  // map_files needs root
+  if (elf) {
+    f = std::make_unique<Functions>();
+    f->segments = std::move(elf->load_segments);
+    for (ElfSymbol& s : elf->dynamic_symbols)
+      if (s.is_function) f->functions.push_back(std::move(s));
+    for (ElfSymbol& s : elf->symtab_functions) f->functions.push_back(std::move(s));
+    std::sort(f->functions.begin(), f->functions.end(),
+              [](const ElfSymbol& a, const ElfSymbol& b) { return a.vaddr < b.vaddr; });
+  }
+  return files_.emplace(key, std::move(f)).first->second.get();
+}
+
+Frame Symbolizer::resolve(uint32_t pid, uint64_t addr) {
+  Frame fr;
+  fr.addr = addr;
+  const std::vector<MapEntry>* maps = &maps_of(pid);
+  auto holds = [&](const MapEntry& m) { return addr >= m.start && addr < m.end; };
+  if (std::none_of(maps->begin(), maps->end(), holds)) {  // mapped since (a dlopen): read again
+    maps_.erase(pid);
+    maps = &maps_of(pid);
+  }
+  for (const MapEntry& m : *maps) {
+    if (addr < m.start || addr >= m.end || !m.executable()) continue;
+    fr.module = m.path;
+    fr.offset = addr - m.start + m.offset;
+    if (m.inode == 0) break;  // anonymous code (a JIT): no file to read
+    const Functions* f = functions_of(pid, m);
+    if (!f) break;
+    if (auto v = vaddr_of(f->segments, *fr.offset)) fr.symbol = symbol_at(f->functions, *v);
+    break;
+  }
+  return fr;
+}
+
+}  // namespace gpuwhy::discover

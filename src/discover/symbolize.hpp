@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Turning a user-space address of a traced process into a frame: the mapped file that holds it,
+// the offset in that file, and the ELF function covering it. Runs on the traced host while the
+// process lives (the files are read through /proc/PID/map_files, which also reaches files inside
+// containers and files deleted after they were mapped), so the trace carries names and a copied
+// file can be read anywhere.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "discover/discover.hpp"
+
+namespace gpuwhy::discover {
+
+struct Frame {
+  uint64_t addr = 0;
+  std::string module;            // the mapped file's path as the process sees it; empty: unknown
+  std::optional<uint64_t> offset;  // in that file
+  std::string symbol;            // "cudaLaunchKernel+0x4"; empty when no symbol covers it
+};
+
+class Symbolizer {
+ public:
+  // Reads /proc/PID/maps the first time a pid is asked about, and again for an address no
+  // mapping read so far holds (a library loaded since); a process that is gone gives frames with
+  // the address only.
+  Frame resolve(uint32_t pid, uint64_t addr);
+
+ private:
+  struct Functions {  // an ELF file's defined functions, sorted by address
+    std::vector<LoadSegment> segments;
+    std::vector<ElfSymbol> functions;
+  };
+  const std::vector<MapEntry>& maps_of(uint32_t pid);
+  const Functions* functions_of(uint32_t pid, const MapEntry& m);
+
+  std::map<uint32_t, std::vector<MapEntry>> maps_;
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Functions>> files_;  // (dev, inode)
+};
+
+// "name+0x1c": the function of `functions` (sorted by vaddr) holding `vaddr`, C++ names
+// demangled; empty when none.
+std::string symbol_at(const std::vector<ElfSymbol>& functions, uint64_t vaddr);
+
+}  // namespace gpuwhy::discover

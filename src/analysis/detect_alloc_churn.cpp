@@ -96,6 +96,8 @@ void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
     ch.evidence.push_back({fmt_count(frees) + " device frees took " + fmt_duration(free_ns) +
                            ": each synchronises the device before it returns"});
   }
+  if (std::string sites = call_sites_line(ctx, c.idx); !sites.empty())
+    ch.evidence.push_back({sites});
   const CallRow& s = ctx.rows.calls[slowest];
   ch.evidence.push_back({"slowest at " + fmt_rel(ctx.rel(s.ts)) + ": " +
                              std::string(ctx.rows.api_name(s.api)) + " " + fmt_duration(s.dur),

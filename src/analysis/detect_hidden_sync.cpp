@@ -152,6 +152,8 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
                            " syncs waited over 1 ms with at most one op queued "
                            "by this thread: they wait on other streams, processes or the host"});
   }
+  if (std::string sites = call_sites_line(ctx, u.idx); !sites.empty())
+    ch.evidence.push_back({sites});
   ch.evidence.push_back(
       {"first at " + fmt_rel(ch.first_ns) + ", last at " + fmt_rel(ch.last_ns), ch.first_ns});
   const std::string readback_fix =

@@ -2,6 +2,7 @@
 #include "analysis/detectors.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "analysis/units.hpp"
 
@@ -196,6 +197,27 @@ std::vector<CollectiveWait> collective_waits(const Context& ctx) {
     return a.ts != b.ts ? a.ts < b.ts : a.call < b.call;
   });
   return v;
+}
+
+std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls) {
+  if (ctx.rows.call_sites.empty()) return {};
+  std::map<std::string, uint64_t> by_site;
+  for (uint32_t i : calls) {
+    auto it = ctx.rows.call_sites.find(ctx.rows.ext(ctx.rows.calls[i]).stack_id);
+    if (it != ctx.rows.call_sites.end()) ++by_site[it->second];
+  }
+  if (by_site.empty()) return {};
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (auto& [site, n] : by_site) v.emplace_back(n, site);
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::string out = "called from: ";
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    if (i) out += ", ";
+    out += v[i].second + " (" + fmt_count(v[i].first) + " of " + fmt_count(calls.size()) + ")";
+  }
+  return out;
 }
 
 uint32_t futex_nr(const TraceRows& rows) {

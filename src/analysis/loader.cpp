@@ -2,6 +2,7 @@
 #include "analysis/loader.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 #include <unordered_set>
 
@@ -18,6 +19,14 @@ namespace gpuwhy::analysis {
 namespace {
 
 // Tables a file may predate (event_counts, probe_families); unreadable counts as absent.
+// A GPU runtime's own file (libcudart.so.13, libcuda.so.1, libnccl.so.2, libamdhip64.so.5...):
+// frames inside it are the runtime's, not where the application called from.
+bool is_gpu_runtime_file(std::string_view base) {
+  for (std::string_view p : {"libcudart", "libcuda.", "libnccl", "libamdhip64", "libhsa-runtime"})
+    if (base.starts_with(p)) return true;
+  return false;
+}
+
 bool has_table(sqlite3* db, std::string_view name) {
   const Result<bool> has = store::has_table(db, name);
   return has && has.value();
@@ -231,6 +240,25 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                   });
     if (!st) return st;
   }
+  if (has_table(db, "stack_frames")) {
+    // The first frame of each stack outside the GPU runtimes: where the application called.
+    st = each_row(db,
+                  "SELECT stack_id, coalesce(symbol, ''), coalesce(module, ''), "
+                  "coalesce(offset, addr) FROM stack_frames ORDER BY stack_id, depth",
+                  "stack_frames", [&](Query& q) {
+                    const auto id = static_cast<int32_t>(q.i64(0));
+                    if (rows.call_sites.count(id)) return;
+                    const std::string module = q.text(2);
+                    const std::string base = module.substr(module.rfind('/') + 1);
+                    if (is_gpu_runtime_file(base)) return;
+                    char off[24];
+                    std::snprintf(off, sizeof off, "+0x%llx",
+                                  static_cast<unsigned long long>(q.i64(3)));
+                    const std::string where = q.text(1).empty() ? base + off : q.text(1);
+                    rows.call_sites[id] = base.empty() ? where : where + " in " + base;
+                  });
+    if (!st) return st;
+  }
   if (has_table(db, "probe_families")) {
     st = each_row(db,
                   "SELECT family, state, coalesce(detail, '') FROM probe_families "
@@ -356,7 +384,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
-                 c_addr = ac["addr"], c_addr2 = ac["addr2"];
+                 c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"];
   auto keep_call = [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;
@@ -368,11 +396,12 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     c.dir = k.is_null(c_op, r)
                 ? int8_t{-1}
                 : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
-    const CallExt e =
+    CallExt e =
         make_call_ext(rows.api(c.api).cat, static_cast<uint64_t>(k.value(c_bytes, r)),
                       static_cast<uint64_t>(k.value(c_addr, r)),
                       static_cast<uint64_t>(k.value(c_addr2, r)),
                       static_cast<int32_t>(k.value(c_ret, r)));
+    if (!k.is_null(c_stack, r)) e.stack_id = static_cast<int32_t>(k.value(c_stack, r));
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);
   };

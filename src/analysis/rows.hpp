@@ -28,7 +28,10 @@ struct CallExt {
   uint64_t addr = 0;
   uint64_t addr2 = 0;  // copy src
   int32_t ret = 0;     // 0 = success
-  bool empty() const { return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0; }
+  int32_t stack_id = -1;  // api_calls.stack_id (trace --stacks); -1: none
+  bool empty() const {
+    return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0 && stack_id < 0;
+  }
 };
 
 // CallRow::ext of a call without a CallExt: all of its fields are 0.
@@ -197,6 +200,10 @@ struct TraceRows {
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
   std::vector<CpuSampleRow> cpu_samples;
+  // Per stack id (stack_frames), where the call came from: the first frame outside the GPU
+  // runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train". Empty without
+  // --stacks.
+  std::unordered_map<int32_t, std::string> call_sites;
 
   bool prepared = false;  // prepare_rows has run (set by it)
 

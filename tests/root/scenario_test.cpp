@@ -159,6 +159,32 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   }
 }
 
+// With --stacks, the hidden sync's evidence names where the syncs are called from: the
+// trainer's step function (demangled, in the sim_train binary), not the runtime's internals.
+TEST(StackedScenario, HiddenSyncNamesItsCallSites) {
+  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  Agent agent(db, {"--no-host-libs", "--stacks"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  RunResult w = run({workload("sim_train"), "--scenario", "hidden-sync", "--steps", "150",
+                     "--kernel-scale", "2"},
+                    {{"GW_START_DELAY_MS", "300"}});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const json report = json::parse(ex.out);
+  ASSERT_FALSE(report["chains"].empty());
+  const json& top = report["chains"][0];
+  ASSERT_EQ(top["kind"], "hidden_sync");
+  std::string sites;
+  for (const json& e : top["evidence"])
+    if (e["text"].get<std::string>().starts_with("called from: ")) sites = e["text"];
+  EXPECT_NE(sites.find("gw::Trainer::step(unsigned long)+0x"), std::string::npos) << top.dump();
+  EXPECT_NE(sites.find(" in sim_train ("), std::string::npos) << sites;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Planted, Scenarios,
     ::testing::Combine(::testing::Values(Scenario{"clean", {"--steps", "150"}, ""},

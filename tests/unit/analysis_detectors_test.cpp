@@ -214,6 +214,35 @@ TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   EXPECT_EQ(find(r, "transfer_bound"), nullptr) << "a 4-byte read-back is a sync, not a transfer";
 }
 
+// With stacks, the read-backs' evidence says where they are called from, most calls first; a
+// call without a stack counts in the total only.
+TEST(AnalysisDetectors, HiddenSyncNamesItsCallSites) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  int step = 0;
+  for (double t = 0; t < 10'000; t += 10, ++step) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
+    CallRow& c = b.rows().calls.back();
+    CallExt e = b.rows().ext(c);
+    e.stack_id = step % 4 == 0 ? 7 : (step % 4 == 1 ? -1 : 3);  // 500 at 3, 250 at 7, 250 none
+    b.rows().set_ext(c, e);
+  }
+  b.rows().call_sites = {{3, "train_step+0x2f2 in trainer"}, {7, "log_metrics+0x10 in trainer"}};
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "hidden_sync");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  bool found = false;
+  for (const Evidence& e : c->evidence) {
+    if (!e.text.starts_with("called from: ")) continue;
+    found = true;
+    EXPECT_EQ(e.text, "called from: train_step+0x2f2 in trainer (500 of 1,000), "
+                      "log_metrics+0x10 in trainer (250 of 1,000)");
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(AnalysisDetectors, OneSyncPerLongStepIsNotFlagged) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");

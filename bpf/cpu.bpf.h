@@ -10,6 +10,7 @@
 #define GPUWHY_CPU_BPF_H
 
 #include "gpuwhy.bpf.h"
+#include "api.bpf.h" /* gw_stacks */
 
 SEC("perf_event")
 int gw_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -32,7 +33,13 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	 * level; the verifier refuses a 2-byte context read). */
 	cs = *(volatile __u64 *)&ctx->regs.cs;
 	rec->kernel = (cs & 3) == 0;
-	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	rec->pad = 0;
+	rec->stack_id = -1;
+	if (gw_cfg.capture_stacks) {
+		rec->stack_id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
+		if (rec->stack_id < 0)
+			gw_count(GW_CNT_STACK_FAIL);
+	}
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

@@ -144,6 +144,19 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(io.longest_at)) + ": " +
                              ctx.rows.syscall_name(io.longest_nr) + " " + fmt_duration(io.longest),
                          ctx.rel(io.longest_at)});
+  // With stacks: where the I/O was issued, from the CPU samples inside those syscalls.
+  if (!ctx.rows.call_sites.empty()) {
+    std::vector<int32_t> ids;
+    auto [sb, se] = Joins::range(ctx.joins.cpu_samples, t.tid);
+    for (size_t k = sb; k < se; ++k) {
+      const CpuSampleRow& s = ctx.rows.cpu_samples[k];
+      if (s.syscall >= 0 && s.ts >= t.first_ns && s.ts < t.last_ns &&
+          is_io_syscall(ctx.rows, static_cast<uint32_t>(s.syscall)))
+        ids.push_back(s.stack_id);
+    }
+    if (std::string sites = call_sites_line(ctx, ids); !sites.empty())
+      ch.evidence.push_back({"sampled in those syscalls, " + sites});
+  }
   const std::vector<Culprit> wakers = io_wakers(ctx, t, io);
   int64_t woken_ns = 0;
   for (const Culprit& c : wakers) woken_ns += c.ns;

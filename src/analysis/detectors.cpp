@@ -201,9 +201,17 @@ std::vector<CollectiveWait> collective_waits(const Context& ctx) {
 
 std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls) {
   if (ctx.rows.call_sites.empty()) return {};
+  std::vector<int32_t> ids;
+  ids.reserve(calls.size());
+  for (uint32_t i : calls) ids.push_back(ctx.rows.ext(ctx.rows.calls[i]).stack_id);
+  return call_sites_line(ctx, ids);
+}
+
+std::string call_sites_line(const Context& ctx, const std::vector<int32_t>& stack_ids) {
+  if (ctx.rows.call_sites.empty()) return {};
   std::map<std::string, uint64_t> by_site;
-  for (uint32_t i : calls) {
-    auto it = ctx.rows.call_sites.find(ctx.rows.ext(ctx.rows.calls[i]).stack_id);
+  for (int32_t id : stack_ids) {
+    auto it = ctx.rows.call_sites.find(id);
     if (it != ctx.rows.call_sites.end()) ++by_site[it->second];
   }
   if (by_site.empty()) return {};
@@ -215,7 +223,7 @@ std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& cal
   std::string out = "called from: ";
   for (size_t i = 0; i < v.size() && i < 3; ++i) {
     if (i) out += ", ";
-    out += v[i].second + " (" + fmt_count(v[i].first) + " of " + fmt_count(calls.size()) + ")";
+    out += v[i].second + " (" + fmt_count(v[i].first) + " of " + fmt_count(stack_ids.size()) + ")";
   }
   return out;
 }

@@ -104,8 +104,9 @@ bool is_io_syscall(const TraceRows& rows, uint32_t nr);
 // The futex syscall number, from the file's syscall_names (202 on x86-64).
 uint32_t futex_nr(const TraceRows& rows);
 // "called from: gw::Trainer::step(unsigned long)+0x2f2 in sim_train (150 of 150)": where the
-// calls (indices into rows.calls) came from, by their stacks (trace --stacks), the top three;
-// empty when none of them has a resolved stack.
+// stacks (trace --stacks; -1: none) came from, the top three; empty when none is resolved.
+std::string call_sites_line(const Context& ctx, const std::vector<int32_t>& stack_ids);
+// The same for calls (indices into rows.calls).
 std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls);
 
 // A collective as its thread waited for it: the call, through the stream sync right after it

@@ -19,10 +19,13 @@ namespace gpuwhy::analysis {
 namespace {
 
 // Tables a file may predate (event_counts, probe_families); unreadable counts as absent.
-// A GPU runtime's own file (libcudart.so.13, libcuda.so.1, libnccl.so.2, libamdhip64.so.5...):
-// frames inside it are the runtime's, not where the application called from.
-bool is_gpu_runtime_file(std::string_view base) {
-  for (std::string_view p : {"libcudart", "libcuda.", "libnccl", "libamdhip64", "libhsa-runtime"})
+// A GPU runtime's own file (libcudart.so.13, libcuda.so.1, libnccl.so.2, libamdhip64.so.5...)
+// or the C/C++ runtime's (libc's pwrite64 under a sampled write): frames inside them are not
+// where the application called from.
+bool is_runtime_file(std::string_view base) {
+  for (std::string_view p : {"libcudart", "libcuda.", "libnccl", "libamdhip64", "libhsa-runtime",
+                             "libc.so", "libc-", "libpthread", "ld-linux", "libstdc++",
+                             "libgcc_s", "libm.so"})
     if (base.starts_with(p)) return true;
   return false;
 }
@@ -241,7 +244,7 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
     if (!st) return st;
   }
   if (has_table(db, "stack_frames")) {
-    // The first frame of each stack outside the GPU runtimes: where the application called.
+    // The first frame of each stack outside the runtimes: where the application called.
     st = each_row(db,
                   "SELECT stack_id, coalesce(symbol, ''), coalesce(module, ''), "
                   "coalesce(offset, addr) FROM stack_frames ORDER BY stack_id, depth",
@@ -250,7 +253,7 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                     if (rows.call_sites.count(id)) return;
                     const std::string module = q.text(2);
                     const std::string base = module.substr(module.rfind('/') + 1);
-                    if (is_gpu_runtime_file(base)) return;
+                    if (is_runtime_file(base)) return;
                     char off[24];
                     std::snprintf(off, sizeof off, "+0x%llx",
                                   static_cast<unsigned long long>(q.i64(3)));
@@ -564,7 +567,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   if (auto present = store::has_table(db, "cpu_samples_chunks"); present && *present) {
     const Columns cc{store::find_chunked_table("cpu_samples")};
     const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
-                   c_sys = cc["syscall"], c_kernel = cc["kernel"];
+                   c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"];
     st = scan_chunks(
         pool, *cc.table, from, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -577,6 +580,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           s.tid = static_cast<uint32_t>(k.value(c_tid, r));
           if (!k.is_null(c_sys, r)) s.syscall = static_cast<int16_t>(k.value(c_sys, r));
           s.kernel = k.value(c_kernel, r) != 0;
+          if (!k.is_null(c_cstack, r)) s.stack_id = static_cast<int32_t>(k.value(c_cstack, r));
           out.push_back(s);
         },
         rows.cpu_samples);

@@ -98,6 +98,7 @@ struct CpuSampleRow {
   uint32_t pid = 0, tid = 0;
   int16_t syscall = -1;  // the syscall it was in; -1: none
   bool kernel = false;   // kernel code (a syscall, a fault, an interrupt)
+  int32_t stack_id = -1;  // the user stack (--stacks); -1: none
   int64_t end() const { return ts + dur; }
 };
 
@@ -200,9 +201,9 @@ struct TraceRows {
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
   std::vector<CpuSampleRow> cpu_samples;
-  // Per stack id (stack_frames), where the call came from: the first frame outside the GPU
-  // runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train". Empty without
-  // --stacks.
+  // Per stack id (stack_frames), where the call or sample came from: the first frame outside
+  // the GPU and C/C++ runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train".
+  // Empty without --stacks.
   std::unordered_map<int32_t, std::string> call_sites;
 
   bool prepared = false;  // prepare_rows has run (set by it)

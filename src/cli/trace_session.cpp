@@ -98,7 +98,7 @@ class Recorder {
       if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
       else see(e.pid, e.tid, e.ts);
     }
-    if constexpr (std::is_same_v<E, ApiCall>) {
+    if constexpr (std::is_same_v<E, ApiCall> || std::is_same_v<E, CpuSample>) {
       if (e.stack_id >= 0 && read_stack_ && stacks_.insert(e.stack_id).second)
         new_stacks_.emplace_back(e.stack_id, e.pid);
     }

@@ -101,6 +101,7 @@ struct CpuSample {
   uint32_t pid = 0, tid = 0, cpu = 0;
   int32_t syscall = -1;  // the system call it was in, -1: none
   bool kernel = false;   // the timer interrupted kernel code
+  int32_t stack_id = -1;  // the user stack (--stacks), -1: none
 };
 
 // A GPU runtime library was mapped by a process: discovery should look at it.

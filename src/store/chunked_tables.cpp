@@ -20,8 +20,8 @@ constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid"
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
-constexpr std::array<std::string_view, 7> kCpuSamples = {"ts",      "dur",    "pid", "tid",
-                                                         "cpu",     "syscall", "kernel"};
+constexpr std::array<std::string_view, 8> kCpuSamples = {
+    "ts", "dur", "pid", "tid", "cpu", "syscall", "kernel", "stack_id"};
 
 const std::array<ChunkedTable, 6> kTables = {{
     {"api_calls", kApiCalls, 0, 1, 2, 3},

@@ -159,16 +159,25 @@ TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   }
 }
 
-// With --stacks, the hidden sync's evidence names where the syncs are called from: the
-// trainer's step function (demangled, in the sim_train binary), not the runtime's internals.
-TEST(StackedScenario, HiddenSyncNamesItsCallSites) {
+// With --stacks, a chain's evidence names where its calls came from: the trainer's own functions
+// (demangled, in the sim_train binary), not the runtime's or libc's internals. The hidden sync's
+// come from the calls' stacks; the inline checkpoint's from the CPU samples inside pwrite64.
+struct Stacked {
+  std::string scenario, kind, evidence;
+};
+
+void PrintTo(const Stacked& s, std::ostream* os) { *os << s.scenario; }
+
+class StackedScenario : public ::testing::TestWithParam<Stacked> {};
+
+TEST_P(StackedScenario, TopChainNamesItsCallSite) {
   if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const Stacked& sc = GetParam();
   TempDir dir;
   const std::string db = dir.file("t.db");
   Agent agent(db, {"--no-host-libs", "--stacks"}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  RunResult w = run({workload("sim_train"), "--scenario", "hidden-sync", "--steps", "150",
-                     "--kernel-scale", "2"},
+  RunResult w = run({workload("sim_train"), "--scenario", sc.scenario, "--steps", "150"},
                     {{"GW_START_DELAY_MS", "300"}});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
@@ -177,13 +186,23 @@ TEST(StackedScenario, HiddenSyncNamesItsCallSites) {
   const json report = json::parse(ex.out);
   ASSERT_FALSE(report["chains"].empty());
   const json& top = report["chains"][0];
-  ASSERT_EQ(top["kind"], "hidden_sync");
+  ASSERT_EQ(top["kind"], sc.kind) << top.dump();
   std::string sites;
   for (const json& e : top["evidence"])
-    if (e["text"].get<std::string>().starts_with("called from: ")) sites = e["text"];
-  EXPECT_NE(sites.find("gw::Trainer::step(unsigned long)+0x"), std::string::npos) << top.dump();
+    if (e["text"].get<std::string>().starts_with(sc.evidence)) sites = e["text"];
+  EXPECT_NE(sites.find(sc.evidence + "gw::Trainer::"), std::string::npos) << top.dump();
   EXPECT_NE(sites.find(" in sim_train ("), std::string::npos) << sites;
 }
+
+INSTANTIATE_TEST_SUITE_P(Stacks, StackedScenario,
+                         ::testing::Values(Stacked{"hidden-sync", "hidden_sync", "called from: "},
+                                           Stacked{"inline-save", "io_stall",
+                                                   "sampled in those syscalls, called from: "}),
+                         [](const ::testing::TestParamInfo<Stacked>& info) {
+                           std::string n = info.param.scenario;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(
     Planted, Scenarios,

@@ -41,6 +41,7 @@ static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
 static_assert(sizeof(gw_cpu_sample) == 24 + 16);
 static_assert(offsetof(gw_cpu_sample, syscall) == 32);
+static_assert(offsetof(gw_cpu_sample, stack_id) == 36);
 static_assert(sizeof(gw_config) == 48);
 static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // Counter ids are stored by name in traces (losses, event_counts); user space sums them into

@@ -213,7 +213,8 @@ struct gw_cpu_sample {
 	__u64 period_ns;            /* CPU time one sample stands for */
 	__s16 syscall;              /* the system call it was in, -1: none */
 	__u8 kernel;                /* 1: the timer interrupted kernel code */
-	__u8 pad[5];
+	__u8 pad;
+	__s32 stack_id;             /* user stack in the stacks map (--stacks), -1 when not captured */
 };
 
 /* ---- loss and health counters (per-CPU array map "gw_counters") ------------------------------ */

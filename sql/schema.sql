@@ -283,14 +283,16 @@ CREATE TABLE proc_events (
 -- the process lived: one row per frame, depth 0 the innermost (the probed function itself).
 -- module/offset: the mapped file and the offset in it; symbol: the ELF function holding it
 -- ("cudaLaunchKernel+0x4"); NULL where unknown (the process had exited, anonymous code, a file
--- with no symbol there). Added after schema 2's first files.
+-- with no symbol there). call_site: 1 on the stack's first frame outside the GPU and C/C++
+-- runtime libraries (where the application called), else 0. Added after schema 2's first files.
 CREATE TABLE stack_frames (
-  stack_id INTEGER NOT NULL,
-  depth    INTEGER NOT NULL,
-  addr     INTEGER NOT NULL,
-  module   TEXT,
-  offset   INTEGER,
-  symbol   TEXT,
+  stack_id  INTEGER NOT NULL,
+  depth     INTEGER NOT NULL,
+  addr      INTEGER NOT NULL,
+  module    TEXT,
+  offset    INTEGER,
+  symbol    TEXT,
+  call_site INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (stack_id, depth)
 ) WITHOUT ROWID;
 

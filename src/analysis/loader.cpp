@@ -19,17 +19,6 @@ namespace gpuwhy::analysis {
 namespace {
 
 // Tables a file may predate (event_counts, probe_families); unreadable counts as absent.
-// A GPU runtime's own file (libcudart.so.13, libcuda.so.1, libnccl.so.2, libamdhip64.so.5...)
-// or the C/C++ runtime's (libc's pwrite64 under a sampled write): frames inside them are not
-// where the application called from.
-bool is_runtime_file(std::string_view base) {
-  for (std::string_view p : {"libcudart", "libcuda.", "libnccl", "libamdhip64", "libhsa-runtime",
-                             "libc.so", "libc-", "libpthread", "ld-linux", "libstdc++",
-                             "libgcc_s", "libm.so"})
-    if (base.starts_with(p)) return true;
-  return false;
-}
-
 bool has_table(sqlite3* db, std::string_view name) {
   const Result<bool> has = store::has_table(db, name);
   return has && has.value();
@@ -244,16 +233,14 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
     if (!st) return st;
   }
   if (has_table(db, "stack_frames")) {
-    // The first frame of each stack outside the runtimes: where the application called.
+    // The frame of each stack the agent marked as its call site: where the application called.
     st = each_row(db,
                   "SELECT stack_id, coalesce(symbol, ''), coalesce(module, ''), "
-                  "coalesce(offset, addr) FROM stack_frames ORDER BY stack_id, depth",
+                  "coalesce(offset, addr) FROM stack_frames WHERE call_site = 1",
                   "stack_frames", [&](Query& q) {
                     const auto id = static_cast<int32_t>(q.i64(0));
-                    if (rows.call_sites.count(id)) return;
                     const std::string module = q.text(2);
                     const std::string base = module.substr(module.rfind('/') + 1);
-                    if (is_runtime_file(base)) return;
                     char off[24];
                     std::snprintf(off, sizeof off, "+0x%llx",
                                   static_cast<unsigned long long>(q.i64(3)));

@@ -111,11 +111,13 @@ class Recorder {
     if (new_stacks_.empty()) return;
     std::vector<store::StackFrameRow> rows;
     for (const auto& [id, pid] : new_stacks_) {
-      const std::vector<uint64_t> ips = read_stack_(id);
-      for (size_t d = 0; d < ips.size(); ++d) {
-        discover::Frame f = symbols_.resolve(pid, ips[d]);
+      std::vector<discover::Frame> frames;
+      for (uint64_t ip : read_stack_(id)) frames.push_back(symbols_.resolve(pid, ip));
+      const size_t site = discover::call_site_depth(frames);
+      for (size_t d = 0; d < frames.size(); ++d) {
+        discover::Frame& f = frames[d];
         rows.push_back({id, static_cast<uint32_t>(d), f.addr, std::move(f.module), f.offset,
-                        std::move(f.symbol)});
+                        std::move(f.symbol), d == site});
       }
     }
     new_stacks_.clear();

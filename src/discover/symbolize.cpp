@@ -41,6 +41,23 @@ std::string demangled(const std::string& name) {
 
 }  // namespace
 
+bool is_runtime_file(std::string_view base) {
+  for (std::string_view p : {"libcudart", "libcuda.", "libnccl", "libamdhip64", "libhsa-runtime",
+                             "libc.so", "libc-", "libpthread", "ld-linux", "libstdc++",
+                             "libgcc_s", "libm.so"})
+    if (base.starts_with(p)) return true;
+  return false;
+}
+
+size_t call_site_depth(const std::vector<Frame>& frames) {
+  for (size_t d = 0; d < frames.size(); ++d) {
+    const std::string& m = frames[d].module;
+    if (m.empty()) continue;  // unknown: cannot say it is the application's
+    if (!is_runtime_file(std::string_view(m).substr(m.rfind('/') + 1))) return d;
+  }
+  return frames.size();
+}
+
 std::string symbol_at(const std::vector<ElfSymbol>& functions, uint64_t vaddr) {
   auto it = std::upper_bound(functions.begin(), functions.end(), vaddr,
                              [](uint64_t v, const ElfSymbol& s) { return v < s.vaddr; });

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "discover/discover.hpp"
@@ -42,6 +43,15 @@ class Symbolizer {
   std::map<uint32_t, std::vector<MapEntry>> maps_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Functions>> files_;  // (dev, inode)
 };
+
+// A GPU runtime's own file (libcudart.so.13, libcuda.so.1, libnccl.so.2, libamdhip64.so.5...)
+// or the C/C++ runtime's (libc's pwrite64 under a sampled write), by base name: frames inside
+// them are not where the application called from.
+bool is_runtime_file(std::string_view base_name);
+
+// The frame of a stack (innermost first) that is its call site: the first outside the runtimes;
+// frames.size() when there is none.
+size_t call_site_depth(const std::vector<Frame>& frames);
 
 // "name+0x1c": the function of `functions` (sorted by vaddr) holding `vaddr`, C++ names
 // demangled; empty when none.

@@ -47,6 +47,7 @@ struct StackFrameRow {
   std::string module;              // empty: NULL
   std::optional<uint64_t> offset;
   std::string symbol;              // empty: NULL
+  bool call_site = false;          // the stack's first frame outside the runtimes
 };
 
 struct LossCount {

@@ -344,7 +344,7 @@ Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
   if (frames.empty()) return {};
   auto s = Stmt::prepare(m.db,
                          "INSERT OR REPLACE INTO stack_frames(stack_id, depth, addr, module, offset, "
-                         "symbol) VALUES (?,?,?,?,?,?)",
+                         "symbol, call_site) VALUES (?,?,?,?,?,?,?)",
                          "writing stack_frames");
   if (!s) return s.error();
   if (Status st = exec(m.db, "BEGIN", "writing stack_frames"); !st) return st;
@@ -355,6 +355,7 @@ Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
     s->text_or_null(4, f.module);
     s->opt(5, f.offset.has_value(), f.offset.value_or(0));
     s->text_or_null(6, f.symbol);
+    s->i64(7, f.call_site ? 1 : 0);
     if (s->run() != SQLITE_DONE) {
       Status failed = sqlite_error(m.db, "writing stack_frames");
       (void)exec(m.db, "ROLLBACK", "writing stack_frames");

@@ -247,6 +247,10 @@ TEST_F(SimRuntime, StacksAreStoredWithFunctionNames) {
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
                        " AND depth > 0 AND symbol LIKE 'main+0x%' AND module LIKE '%/launch_storm'"),
             1);
+  // main() is the launches' call site: the view counts them there.
+  EXPECT_EQ(scalar(*f, "SELECT sum(calls) FROM v_call_sites WHERE name = 'cudaLaunchKernel' AND "
+                       "symbol LIKE 'main+0x%'"),
+            calls);
 }
 
 }  // namespace

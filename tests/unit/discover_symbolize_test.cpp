@@ -28,5 +28,25 @@ TEST(Symbolize, AnAddressIsNamedByTheFunctionHoldingIt) {
   EXPECT_EQ(symbol_at({}, 0x1000), "");
 }
 
+// The call site is the first frame the application owns: not a GPU runtime's, not libc's or
+// libstdc++'s, and not a frame whose file is unknown.
+TEST(Symbolize, TheCallSiteIsTheFirstFrameOutsideTheRuntimes) {
+  auto frame = [](std::string module) {
+    Frame f;
+    f.module = std::move(module);
+    return f;
+  };
+  EXPECT_EQ(call_site_depth({frame("/usr/local/cuda/lib/libcudart.so.13"),
+                             frame("/usr/lib/x86_64-linux-gnu/libcuda.so.1"), frame(""),
+                             frame("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                             frame("/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30"),
+                             frame("/opt/app/train"), frame("/opt/app/libmodel.so")}),
+            5u);
+  EXPECT_EQ(call_site_depth({frame("/x/libnccl.so.2"), frame("/x/libamdhip64.so.5")}), 2u)
+      << "none: the size";
+  EXPECT_TRUE(is_runtime_file("libcudart.so.13"));
+  EXPECT_FALSE(is_runtime_file("libcudnn.so.9")) << "a library the application chose to call";
+}
+
 }  // namespace
 }  // namespace gpuwhy::discover

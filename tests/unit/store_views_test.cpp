@@ -38,6 +38,9 @@ class StoreViews : public ::testing::Test {
     b.f.bytes = 4096;
     ApiCall c = call("ncclAllReduce", kStart + 4000, 100, 10, 11);
     c.f.op = 0;  // ncclSum: not a copy direction
+    a.stack_id = 5;  // A and B from one call site, C from none the stack names
+    b.stack_id = 5;
+    c.stack_id = 6;
     const std::vector<Event> events{
         a,
         b,
@@ -63,6 +66,12 @@ class StoreViews : public ::testing::Test {
     };
     ASSERT_TRUE(w->write_batch(events).ok());
     ASSERT_TRUE(w->upsert_thread(10, 11, "trainer", kStart).ok());
+    const std::vector<store::StackFrameRow> frames{
+        {5, 0, 0x7f00, "/usr/lib/libcudart.so.13", 0x1000, "cudaStreamSynchronize+0x0", false},
+        {5, 1, 0x5500, "/opt/app/train", 0x200, "train_step+0x20", true},
+        {5, 2, 0x5600, "/opt/app/train", 0x300, "main+0x10", false},
+        {6, 0, 0x7f10, "/usr/lib/libnccl.so.2", 0x2000, "ncclAllReduce+0x0", false}};
+    ASSERT_TRUE(w->write_stack_frames(frames).ok());
     const std::vector<store::LossCount> losses{{"bpf", "events_ring_full", 5},
                                                {"reader", "decode_error", 2}};
     ASSERT_TRUE(w->set_counts(losses, {}).ok());
@@ -134,6 +143,14 @@ TEST_F(StoreViews, ThreadCpuSaysWhereEachThreadsCpuTimeWent) {
                   {"10", "11", "trainer", "user", "2", "10000000", "0.3333"},
                   {"10", "11", "trainer", "kernel", "1", "5000000", "0.1667"},
                   {"10", "12", "NULL", "syscall 999", "1", "5000000", "1.0"}}));
+}
+
+TEST_F(StoreViews, CallSitesGroupCallsByWhereTheyWereMade) {
+  EXPECT_EQ(rows(*file_, "SELECT pid, name, symbol, module, calls, dur_ns, max_dur_ns "
+                         "FROM v_call_sites ORDER BY name"),
+            (Rows{{"10", "cudaMemcpyAsync", "train_step+0x20", "/opt/app/train", "1", "100", "100"},
+                  {"10", "cudaStreamSynchronize", "train_step+0x20", "/opt/app/train", "1", "1000",
+                   "1000"}}));
 }
 
 TEST_F(StoreViews, CallsNameDirectionAndUnits) {
@@ -217,7 +234,8 @@ TEST(StoreViewsFiles, EveryViewFileIsOneDocumentedCreateView) {
     EXPECT_EQ(v.description.find("SPDX"), std::string::npos) << v.name;
     EXPECT_NE(v.sql.find("CREATE VIEW " + v.name + " AS"), std::string::npos) << v.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"v_call_offcpu", "v_call_offcpu_intervals", "v_calls",
+  EXPECT_EQ(names, (std::vector<std::string>{"v_call_offcpu", "v_call_offcpu_intervals",
+                                             "v_call_sites", "v_calls",
                                              "v_losses", "v_op_totals", "v_thread_cpu",
                                              "v_thread_offcpu", "v_throughput"}));
 }

@@ -25,6 +25,7 @@ struct ThreadCopies {
   int64_t ns = 0;
   uint64_t waited = 0;  // synchronous copies that first waited for queued kernels
   uint32_t largest = UINT32_MAX;
+  std::vector<uint32_t> idx;  // the copies counted
 };
 
 std::string dir_line(const char* name, const DirAcc& d) {
@@ -53,6 +54,7 @@ ThreadCopies collect(const Context& ctx, const ThreadSummary& t, const AddressMa
     ++d.count;
     d.bytes += e.bytes;
     d.ns += ns;
+    tc.idx.push_back(static_cast<uint32_t>(i));
     // An async copy that returned faster than 25 GB/s could have staged it was DMA'd from
     // pinned memory, even when its allocation predates the trace.
     const bool returned_early = ctx.rows.api(c.api).async &&
@@ -103,6 +105,8 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
           "would not)";
     ch.evidence.push_back({line});
   }
+  if (std::string sites = call_sites_line(ctx, tc.idx); !sites.empty())
+    ch.evidence.push_back({sites});
   ch.evidence.push_back({"largest at " + fmt_rel(ctx.rel(big.ts)) + ": " +
                              std::string(ctx.rows.api_name(big.api)) + " of " +
                              fmt_bytes(ctx.rows.ext(big).bytes) + " took " +

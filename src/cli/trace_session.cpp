@@ -77,6 +77,16 @@ class Recorder {
     read_stack_ = std::move(read);
   }
 
+  // On the reader thread, for each stack it sees: the first time an id comes, the process's
+  // mappings are kept at once (it may be gone by the time the writer resolves the stack).
+  void note_stack_early(uint32_t pid, int32_t id) {
+    {
+      std::lock_guard lock(early_mu_);
+      if (!early_ids_.insert(id).second) return;
+    }
+    symbols_.remember(pid);
+  }
+
   // Names the processes and threads seen in a batch before the batch itself is written, and
   // resolves the user stacks seen for the first time.
   void note_identities(const reader::Batch& batch) {
@@ -146,6 +156,8 @@ class Recorder {
   std::set<uint32_t> pids_, tids_;
   std::function<std::vector<uint64_t>(int32_t)> read_stack_;
   std::set<int32_t> stacks_;                              // ids seen (resolved or queued)
+  std::mutex early_mu_;      // the reader thread's own: never waits on a write transaction
+  std::set<int32_t> early_ids_;
   std::vector<std::pair<int32_t, uint32_t>> new_stacks_;  // (id, a pid that used it)
   discover::Symbolizer symbols_;
 };
@@ -162,6 +174,7 @@ class TraceSession {
   void scan_all();
   void handle_hints();
   void writer_loop();
+  reader::RingReader::Options reader_options();
   void flush_counts();
   TraceCounts counts() const;
 
@@ -269,6 +282,13 @@ void TraceSession::handle_hints() {
   }
 }
 
+reader::RingReader::Options TraceSession::reader_options() {
+  reader::RingReader::Options o;
+  if (opt_.stacks)
+    o.on_stack = [this](uint32_t pid, int32_t id) { rec_->note_stack_early(pid, id); };
+  return o;
+}
+
 void TraceSession::writer_loop() {
   auto last_counts = SteadyClock::now();
   for (;;) {
@@ -360,7 +380,7 @@ int TraceSession::run() {
   }
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
-                                                 reader::RingReader::Options{});
+                                                 reader_options());
   if (Status s = reader_->open(probes_->events_ring_fd(), probes_->lifecycle_ring_fd()); !s)
     return fail(s.error().line());
 

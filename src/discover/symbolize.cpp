@@ -69,6 +69,15 @@ std::string symbol_at(const std::vector<ElfSymbol>& functions, uint64_t vaddr) {
   return demangled(s.name) + off;
 }
 
+void Symbolizer::remember(uint32_t pid) {
+  std::vector<MapEntry> maps;
+  if (auto text = read_small_file("/proc/" + std::to_string(pid) + "/maps"))
+    maps = parse_maps(*text);
+  if (maps.empty()) return;  // gone already: keep what an earlier look saw
+  std::lock_guard lock(mu_);
+  maps_[pid] = std::move(maps);
+}
+
 const std::vector<MapEntry>& Symbolizer::maps_of(uint32_t pid) {
   auto it = maps_.find(pid);
   if (it != maps_.end()) return it->second;
@@ -101,11 +110,14 @@ const Symbolizer::Functions* Symbolizer::functions_of(uint32_t pid, const MapEnt
 Frame Symbolizer::resolve(uint32_t pid, uint64_t addr) {
   Frame fr;
   fr.addr = addr;
+  std::lock_guard lock(mu_);
   const std::vector<MapEntry>* maps = &maps_of(pid);
   auto holds = [&](const MapEntry& m) { return addr >= m.start && addr < m.end; };
   if (std::none_of(maps->begin(), maps->end(), holds)) {  // mapped since (a dlopen): read again
+    std::vector<MapEntry> kept = std::move(maps_[pid]);
     maps_.erase(pid);
     maps = &maps_of(pid);
+    if (maps->empty()) maps = &(maps_[pid] = std::move(kept));  // gone: what was seen will do
   }
   for (const MapEntry& m : *maps) {
     if (addr < m.start || addr >= m.end || !m.executable()) continue;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,11 +26,15 @@ struct Frame {
   std::string symbol;            // "cudaLaunchKernel+0x4"; empty when no symbol covers it
 };
 
+// Thread-safe: one thread may take snapshots while another resolves.
 class Symbolizer {
  public:
-  // Reads /proc/PID/maps the first time a pid is asked about, and again for an address no
-  // mapping read so far holds (a library loaded since); a process that is gone gives frames with
-  // the address only.
+  // Reads /proc/PID/maps now and keeps it: called as soon as a new stack of `pid` is seen, so a
+  // process that exits before its stack is resolved is still resolved (its files are read by
+  // path then).
+  void remember(uint32_t pid);
+  // Uses the pid's kept maps, reading /proc/PID/maps if there are none or none holds `addr` (a
+  // library loaded since); a process that is gone and was never remembered gives the address.
   Frame resolve(uint32_t pid, uint64_t addr);
 
  private:
@@ -40,6 +45,7 @@ class Symbolizer {
   const std::vector<MapEntry>& maps_of(uint32_t pid);
   const Functions* functions_of(uint32_t pid, const MapEntry& m);
 
+  std::mutex mu_;
   std::map<uint32_t, std::vector<MapEntry>> maps_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Functions>> files_;  // (dev, inode)
 };

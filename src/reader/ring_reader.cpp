@@ -44,6 +44,12 @@ void RingReader::handle(const void* data, size_t size) {
   if (kind < stats_.by_kind.size()) stats_.by_kind[kind].fetch_add(1, std::memory_order_relaxed);
   stats_.total.fetch_add(1, std::memory_order_relaxed);
 
+  if (opt_.on_stack) {
+    if (const auto* c = std::get_if<ApiCall>(&ev); c && c->stack_id >= 0)
+      opt_.on_stack(c->pid, c->stack_id);
+    else if (const auto* s = std::get_if<CpuSample>(&ev); s && s->stack_id >= 0)
+      opt_.on_stack(s->pid, s->stack_id);
+  }
   if (std::holds_alternative<LibMapped>(ev)) {
     hints_.push(std::move(ev));  // discovery only; not stored
     return;

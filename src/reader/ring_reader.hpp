@@ -49,6 +49,9 @@ class RingReader {
     int poll_ms = 5;           // how often to look at the rings without a wakeup
     size_t batch_max = 16384;  // events per batch handed to the writer
     int flush_ms = 100;        // a partial batch is handed over at least this often
+    // Called on the reader thread for every call or CPU sample that carries a user stack, within
+    // milliseconds of it: the moment to look at the process while it surely lives. Keep it cheap.
+    std::function<void(uint32_t pid, int32_t stack_id)> on_stack;
   };
 
   RingReader(ClockConverter clock, BatchQueue& out, HintQueue& hints, Options opt);

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 #include "catalog/api_catalog.hpp"
 #include "cli/commands.hpp"
@@ -77,15 +78,9 @@ class Recorder {
     read_stack_ = std::move(read);
   }
 
-  // On the reader thread, for each stack it sees: the first time an id comes, the process's
-  // mappings are kept at once (it may be gone by the time the writer resolves the stack).
-  void note_stack_early(uint32_t pid, int32_t id) {
-    {
-      std::lock_guard lock(early_mu_);
-      if (!early_ids_.insert(id).second) return;
-    }
-    symbols_.remember(pid);
-  }
+  // On the reader thread, the first time a stack id comes: the process's mappings are kept at
+  // once (it may be gone by the time the writer resolves the stack).
+  void note_new_stack(uint32_t pid) { symbols_.remember(pid); }
 
   // Names the processes and threads seen in a batch before the batch itself is written, and
   // resolves the user stacks seen for the first time.
@@ -156,8 +151,6 @@ class Recorder {
   std::set<uint32_t> pids_, tids_;
   std::function<std::vector<uint64_t>(int32_t)> read_stack_;
   std::set<int32_t> stacks_;                              // ids seen (resolved or queued)
-  std::mutex early_mu_;      // the reader thread's own: never waits on a write transaction
-  std::set<int32_t> early_ids_;
   std::vector<std::pair<int32_t, uint32_t>> new_stacks_;  // (id, a pid that used it)
   discover::Symbolizer symbols_;
 };
@@ -284,8 +277,12 @@ void TraceSession::handle_hints() {
 
 reader::RingReader::Options TraceSession::reader_options() {
   reader::RingReader::Options o;
-  if (opt_.stacks)
-    o.on_stack = [this](uint32_t pid, int32_t id) { rec_->note_stack_early(pid, id); };
+  if (opt_.stacks) {
+    // Runs for every call with a stack, on the reader thread only: its own set, no lock.
+    o.on_stack = [this, seen = std::unordered_set<int32_t>()](uint32_t pid, int32_t id) mutable {
+      if (seen.insert(id).second) rec_->note_new_stack(pid);
+    };
+  }
   return o;
 }
 

@@ -45,7 +45,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_option("--lib", flags->libs, "Also probe this GPU runtime library file (repeatable)");
   cmd->add_option("--ring-mb", flags->ring_mb, "Event ring buffer size in MiB (power of two)")->capture_default_str();
   cmd->add_option("--ring-kb", flags->ring_kb, "Event ring buffer size in KiB (power of two; overrides --ring-mb; for tests)")->group("");
-  cmd->add_flag("--stacks", flags->stacks, "Capture the user stack of every GPU API call");
+  cmd->add_flag("--stacks", flags->stacks, "Capture the user stack of every GPU API call and CPU sample, stored with function names");
   cmd->add_option("--launch-arg-sampling", flags->launch_arg_sampling,
                   "Read a kernel launch's in-memory arguments (its stream, a launch config) on 1 "
                   "in N launches of each thread (power of two; 1: every launch). Each read costs "

@@ -109,9 +109,9 @@ class Recorder {
     }
   }
 
-  // A stack is resolved the first time a call carries its id, milliseconds after the call: the
-  // process is almost always alive then, its mappings readable (names cannot be had later, on
-  // another machine). One process's mapping of the id is as good as any: equal ids, equal stacks.
+  // A stack is resolved the first time a batch carries its id, against the mappings the reader
+  // kept when it decoded the id (note_new_stack): names cannot be had later, on another machine.
+  // One process's mapping of the id is as good as any: equal ids, equal stacks.
   void write_new_stacks() {
     if (new_stacks_.empty()) return;
     std::vector<store::StackFrameRow> rows;

@@ -39,6 +39,11 @@ std::string demangled(const std::string& name) {
   return result;
 }
 
+std::vector<MapEntry> read_maps(uint32_t pid) {
+  auto text = read_small_file("/proc/" + std::to_string(pid) + "/maps");
+  return text ? parse_maps(*text) : std::vector<MapEntry>{};
+}
+
 }  // namespace
 
 bool is_runtime_file(std::string_view base) {
@@ -70,21 +75,30 @@ std::string symbol_at(const std::vector<ElfSymbol>& functions, uint64_t vaddr) {
 }
 
 void Symbolizer::remember(uint32_t pid) {
-  std::vector<MapEntry> maps;
-  if (auto text = read_small_file("/proc/" + std::to_string(pid) + "/maps"))
-    maps = parse_maps(*text);
+  std::vector<MapEntry> maps = read_maps(pid);
   if (maps.empty()) return;  // gone already: keep what an earlier look saw
   std::lock_guard lock(mu_);
   maps_[pid] = std::move(maps);
 }
 
-const std::vector<MapEntry>& Symbolizer::maps_of(uint32_t pid) {
-  auto it = maps_.find(pid);
-  if (it != maps_.end()) return it->second;
-  std::vector<MapEntry> maps;
-  if (auto text = read_small_file("/proc/" + std::to_string(pid) + "/maps"))
-    maps = parse_maps(*text);
-  return maps_.emplace(pid, std::move(maps)).first->second;
+std::optional<MapEntry> Symbolizer::mapping_of(uint32_t pid, uint64_t addr) {
+  auto holding = [addr](const std::vector<MapEntry>& maps) -> std::optional<MapEntry> {
+    for (const MapEntry& m : maps)
+      if (addr >= m.start && addr < m.end) return m;
+    return std::nullopt;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = maps_.find(pid); it != maps_.end())
+      if (auto m = holding(it->second)) return m;
+  }
+  // Never looked at, or mapped since (a dlopen): read again; a process gone keeps what was seen.
+  std::vector<MapEntry> fresh = read_maps(pid);
+  if (fresh.empty()) return std::nullopt;
+  std::optional<MapEntry> m = holding(fresh);
+  std::lock_guard lock(mu_);
+  maps_[pid] = std::move(fresh);
+  return m;
 }
 
 const Symbolizer::Functions* Symbolizer::functions_of(uint32_t pid, const MapEntry& m) {
@@ -110,25 +124,14 @@ const Symbolizer::Functions* Symbolizer::functions_of(uint32_t pid, const MapEnt
 Frame Symbolizer::resolve(uint32_t pid, uint64_t addr) {
   Frame fr;
   fr.addr = addr;
-  std::lock_guard lock(mu_);
-  const std::vector<MapEntry>* maps = &maps_of(pid);
-  auto holds = [&](const MapEntry& m) { return addr >= m.start && addr < m.end; };
-  if (std::none_of(maps->begin(), maps->end(), holds)) {  // mapped since (a dlopen): read again
-    std::vector<MapEntry> kept = std::move(maps_[pid]);
-    maps_.erase(pid);
-    maps = &maps_of(pid);
-    if (maps->empty()) maps = &(maps_[pid] = std::move(kept));  // gone: what was seen will do
-  }
-  for (const MapEntry& m : *maps) {
-    if (addr < m.start || addr >= m.end || !m.executable()) continue;
-    fr.module = m.path;
-    fr.offset = addr - m.start + m.offset;
-    if (m.inode == 0) break;  // anonymous code (a JIT): no file to read
-    const Functions* f = functions_of(pid, m);
-    if (!f) break;
-    if (auto v = vaddr_of(f->segments, *fr.offset)) fr.symbol = symbol_at(f->functions, *v);
-    break;
-  }
+  const std::optional<MapEntry> m = mapping_of(pid, addr);
+  if (!m || !m->executable()) return fr;
+  fr.module = m->path;
+  fr.offset = addr - m->start + m->offset;
+  if (m->inode == 0) return fr;  // anonymous code (a JIT): no file to read
+  const Functions* f = functions_of(pid, *m);
+  if (!f) return fr;
+  if (auto v = vaddr_of(f->segments, *fr.offset)) fr.symbol = symbol_at(f->functions, *v);
   return fr;
 }
 

@@ -26,7 +26,9 @@ struct Frame {
   std::string symbol;            // "cudaLaunchKernel+0x4"; empty when no symbol covers it
 };
 
-// Thread-safe: one thread may take snapshots while another resolves.
+// remember() may run on one thread while resolve() runs on another; resolve() itself on one thread
+// only. The lock guards the kept maps alone: reading an ELF file never holds it, so a thread that
+// only remembers is never kept waiting behind a large library's symbol table.
 class Symbolizer {
  public:
   // Reads /proc/PID/maps now and keeps it: called as soon as a new stack of `pid` is seen, so a
@@ -42,10 +44,11 @@ class Symbolizer {
     std::vector<LoadSegment> segments;
     std::vector<ElfSymbol> functions;
   };
-  const std::vector<MapEntry>& maps_of(uint32_t pid);
+  // The mapping of `pid` holding `addr`, from the kept maps or, failing that, maps read now.
+  std::optional<MapEntry> mapping_of(uint32_t pid, uint64_t addr);
   const Functions* functions_of(uint32_t pid, const MapEntry& m);
 
-  std::mutex mu_;
+  std::mutex mu_;                                   // guards maps_
   std::map<uint32_t, std::vector<MapEntry>> maps_;
   std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Functions>> files_;  // (dev, inode)
 };

@@ -61,6 +61,21 @@ struct {
 	__uint(value_size, 127 * sizeof(__u64));
 } gw_stacks SEC(".maps");
 
+/* The user stack of the current task in gw_stacks (--stacks), for an API call or a CPU sample
+ * (`ctx`: the program's context); -1 when not captured, and a counted failure when the map
+ * refused it (its slot taken by another stack). */
+static __always_inline __s32 gw_user_stack(void *ctx)
+{
+	__s32 id;
+
+	if (!gw_cfg.capture_stacks)
+		return -1;
+	id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
+	if (id < 0)
+		gw_count(GW_CNT_STACK_FAIL);
+	return id < 0 ? -1 : id;
+}
+
 /* The six integer argument registers, copied once with constant offsets (the verifier refuses a
  * computed offset into the context). Slots 6 and 7 stay zero so an index masked with 7 is safe. */
 static __always_inline void gw_load_args(struct pt_regs *ctx, __u64 *r)
@@ -217,12 +232,7 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	p->out_ptr = 0;
 	if (spec->out_reg >= 0 && spec->out_reg < 6)
 		p->out_ptr = regs[spec->out_reg & 7];
-	p->stack_id = -1;
-	if (gw_cfg.capture_stacks) {
-		p->stack_id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
-		if (p->stack_id < 0)
-			gw_count(GW_CNT_STACK_FAIL);
-	}
+	p->stack_id = gw_user_stack(ctx);
 	if (spec->entry_only) {
 		/* With the stack full, the slot was its oldest call's: that call is lost, as a push
 		 * would have lost it. */

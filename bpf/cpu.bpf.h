@@ -10,7 +10,7 @@
 #define GPUWHY_CPU_BPF_H
 
 #include "gpuwhy.bpf.h"
-#include "api.bpf.h" /* gw_stacks */
+#include "api.bpf.h" /* gw_user_stack */
 
 SEC("perf_event")
 int gw_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -34,12 +34,7 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	cs = *(volatile __u64 *)&ctx->regs.cs;
 	rec->kernel = (cs & 3) == 0;
 	rec->pad = 0;
-	rec->stack_id = -1;
-	if (gw_cfg.capture_stacks) {
-		rec->stack_id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
-		if (rec->stack_id < 0)
-			gw_count(GW_CNT_STACK_FAIL);
-	}
+	rec->stack_id = gw_user_stack(ctx);
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

@@ -160,9 +160,7 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
       continue;
     }
     if (f.family == "syscalls" && rows.syscalls_from_scheduler()) {
-      const bool sampled = std::none_of(
-          rows.families_off.begin(), rows.families_off.end(),
-          [](const TraceRows::FamilyOff& g) { return g.family == "cpu_samples"; });
+      const bool sampled = !rows.family_off("cpu_samples");
       out.push_back({"syscalls_from_scheduler",
                      std::string("syscalls are seen where a thread slept in them (the scheduler "
                                  "names the syscall)") +

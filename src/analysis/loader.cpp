@@ -551,7 +551,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       },
       rows.reclaim);
   if (!st) return st.error();
-  if (auto present = store::has_table(db, "cpu_samples_chunks"); present && *present) {
+  if (has_table(db, "cpu_samples_chunks")) {
     const Columns cc{store::find_chunked_table("cpu_samples")};
     const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"];

@@ -187,17 +187,17 @@ void TraceRows::set_ext(CallRow& c, const CallExt& e) {
   call_ext.push_back(e);
 }
 
-bool TraceRows::entry_only(Category c) const {
-  if (c == kUnknownCategory) return false;
-  const std::string family = store::entry_only_family(category_name(c));
+bool TraceRows::family_off(std::string_view family) const {
   return std::any_of(families_off.begin(), families_off.end(),
                      [&](const FamilyOff& f) { return f.family == family; });
 }
 
+bool TraceRows::entry_only(Category c) const {
+  return c != kUnknownCategory && family_off(store::entry_only_family(category_name(c)));
+}
+
 bool TraceRows::syscalls_from_scheduler() const {
-  return session.abi_version >= 3 &&
-         std::any_of(families_off.begin(), families_off.end(),
-                     [](const FamilyOff& f) { return f.family == "syscalls"; });
+  return session.abi_version >= 3 && family_off("syscalls");
 }
 
 std::string_view TraceRows::string(uint32_t id) const {

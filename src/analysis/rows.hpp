@@ -178,6 +178,8 @@ struct TraceRows {
     std::string family, state, detail;
   };
   std::vector<FamilyOff> families_off;
+  // Was this family (probe_families.family) not on: left out, off by default, or failed?
+  bool family_off(std::string_view family) const;
   // Were calls of this category recorded at entry only (trace --entry-only; family
   // "returns:<category>")? Their durations read as 0 and mean "unknown".
   bool entry_only(Category c) const;

@@ -75,15 +75,16 @@ Status for_each_row(const TraceFile& file, const std::string& sql, const HeaderF
     std::string msg = sqlite3_errmsg(db);
     if ((sqlite3_errcode(db) & 0xff) == SQLITE_AUTH)
       msg += " (the trace is opened read-only: only SELECT and read-only PRAGMAs are allowed)";
-    // A table added after this file was written: an event table (its chunks are missing, so
-    // attach_chunked_tables skipped it) or stack_frames.
-    for (const ChunkedTable& t : chunked_tables()) {
-      if (msg != "no such table: " + std::string(t.name)) continue;
-      if (auto present = has_table(db, t.chunks()); present && !*present)
-        msg += " (this trace predates that table: it was recorded by an older gpuwhy)";
+    // A table added after this file was written: an event table is absent when its chunks are
+    // (attach_chunked_tables skipped it), stack_frames when it is.
+    constexpr std::string_view kNoSuchTable = "no such table: ";
+    if (msg.starts_with(kNoSuchTable)) {
+      const std::string name = msg.substr(kNoSuchTable.size());
+      const ChunkedTable* t = find_chunked_table(name);
+      if (t || name == "stack_frames")
+        if (auto present = has_table(db, t ? t->chunks() : name); present && !*present)
+          msg += " (this trace predates that table: it was recorded by an older gpuwhy)";
     }
-    if (msg == "no such table: stack_frames")
-      msg += " (this trace predates that table: it was recorded by an older gpuwhy)";
     return sql_error(msg);
   }
   if (!s) return sql_error("no SQL statement given");

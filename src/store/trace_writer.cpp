@@ -347,22 +347,19 @@ Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
                          "symbol, call_site) VALUES (?,?,?,?,?,?,?)",
                          "writing stack_frames");
   if (!s) return s.error();
-  if (Status st = exec(m.db, "BEGIN", "writing stack_frames"); !st) return st;
-  for (const StackFrameRow& f : frames) {
-    s->i64(1, f.stack_id);
-    s->i64(2, f.depth);
-    s->i64(3, static_cast<int64_t>(f.addr));
-    s->text_or_null(4, f.module);
-    s->opt(5, f.offset.has_value(), f.offset.value_or(0));
-    s->text_or_null(6, f.symbol);
-    s->i64(7, f.call_site ? 1 : 0);
-    if (s->run() != SQLITE_DONE) {
-      Status failed = sqlite_error(m.db, "writing stack_frames");
-      (void)exec(m.db, "ROLLBACK", "writing stack_frames");
-      return failed;
+  return transaction([&]() -> Status {
+    for (const StackFrameRow& f : frames) {
+      s->i64(1, f.stack_id);
+      s->i64(2, f.depth);
+      s->i64(3, static_cast<int64_t>(f.addr));
+      s->text_or_null(4, f.module);
+      s->opt(5, f.offset.has_value(), f.offset.value_or(0));
+      s->text_or_null(6, f.symbol);
+      s->i64(7, f.call_site ? 1 : 0);
+      if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing stack_frames");
     }
-  }
-  return exec(m.db, "COMMIT", "writing stack_frames");
+    return {};
+  }, {});
 }
 
 Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns) {

@@ -20,6 +20,7 @@ struct Io {
   int64_t longest = 0, longest_at = 0, first = -1, last = -1;
   uint32_t longest_nr = 0;
   std::vector<std::pair<int64_t, int64_t>> spans;  // the I/O syscalls, in time order
+  std::vector<int32_t> sample_stacks;  // stack ids of the CPU samples inside I/O syscalls
 };
 
 // Who woke the thread from its sleeps inside those syscalls: the disk's completion (an
@@ -57,10 +58,12 @@ bool is_user_task(const Context& ctx, const Culprit& c) {
   return !comm.empty();
 }
 
-// Without the syscall family, a CPU sample in an I/O syscall that no syscall row holds (one
-// alone: prepare_rows does not place it, see derive_syscalls) still stands for a sampling period
-// spent in that syscall on the CPU: counted in the totals, never placed in time.
-void add_lone_samples(const Context& ctx, const ThreadSummary& t, Io& io) {
+// The thread's CPU samples inside I/O syscalls: their stacks (where the I/O was issued, with
+// --stacks) and, without the syscall family, the time of those no syscall row holds (one alone:
+// prepare_rows does not place it, see derive_syscalls), which still stands for a sampling
+// period spent in that syscall on the CPU: counted in the totals, never placed in time.
+void add_io_samples(const Context& ctx, const ThreadSummary& t, Io& io) {
+  const bool count_lone = ctx.rows.syscalls_from_scheduler();
   auto [b, e] = Joins::range(ctx.joins.cpu_samples, t.tid);
   size_t row = 0;  // io.spans is in time order, as are the samples
   for (size_t k = b; k < e; ++k) {
@@ -68,6 +71,8 @@ void add_lone_samples(const Context& ctx, const ThreadSummary& t, Io& io) {
     if (s.ts < t.first_ns || s.ts >= t.last_ns || s.syscall < 0) continue;
     const auto nr = static_cast<uint32_t>(s.syscall);
     if (!is_io_syscall(ctx.rows, nr)) continue;
+    io.sample_stacks.push_back(s.stack_id);
+    if (!count_lone) continue;
     while (row < io.spans.size() && io.spans[row].second <= s.ts) ++row;
     if (row < io.spans.size() && io.spans[row].first <= s.ts) continue;  // in a row already
     io.ns += s.dur;
@@ -101,7 +106,7 @@ Io collect(const Context& ctx, const ThreadSummary& t) {
       io.longest_nr = s.nr;
     }
   }
-  if (ctx.rows.syscalls_from_scheduler()) add_lone_samples(ctx, t, io);
+  add_io_samples(ctx, t, io);
   return io;
 }
 
@@ -145,18 +150,8 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
                              ctx.rows.syscall_name(io.longest_nr) + " " + fmt_duration(io.longest),
                          ctx.rel(io.longest_at)});
   // With stacks: where the I/O was issued, from the CPU samples inside those syscalls.
-  if (!ctx.rows.call_sites.empty()) {
-    std::vector<int32_t> ids;
-    auto [sb, se] = Joins::range(ctx.joins.cpu_samples, t.tid);
-    for (size_t k = sb; k < se; ++k) {
-      const CpuSampleRow& s = ctx.rows.cpu_samples[k];
-      if (s.syscall >= 0 && s.ts >= t.first_ns && s.ts < t.last_ns &&
-          is_io_syscall(ctx.rows, static_cast<uint32_t>(s.syscall)))
-        ids.push_back(s.stack_id);
-    }
-    if (std::string sites = call_sites_line(ctx, ids); !sites.empty())
-      ch.evidence.push_back({"sampled in those syscalls, " + sites});
-  }
+  if (std::string sites = call_sites_line(ctx, io.sample_stacks); !sites.empty())
+    ch.evidence.push_back({"sampled in those syscalls, " + sites});
   const std::vector<Culprit> wakers = io_wakers(ctx, t, io);
   int64_t woken_ns = 0;
   for (const Culprit& c : wakers) woken_ns += c.ns;

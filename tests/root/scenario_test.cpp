@@ -69,28 +69,45 @@ json summary_of(const std::string& out) {
   return last;
 }
 
+// One scenario traced: the agent started with `flags` (besides --no-host-libs), sim_train run
+// with `args` (besides the scenario) once the probes are attached, the agent stopped, and
+// explain's JSON report read. The trace stays in `dir` (t.db).
+struct TracedScenario {
+  std::string db;
+  RunResult workload;
+  json report;
+};
+
+void trace_scenario(const TempDir& dir, const std::string& scenario,
+                    const std::vector<std::string>& args, const std::vector<std::string>& flags,
+                    TracedScenario& out) {
+  out.db = dir.file("t.db");
+  std::vector<std::string> agent_flags = {"--no-host-libs"};
+  agent_flags.insert(agent_flags.end(), flags.begin(), flags.end());
+  Agent agent(out.db, agent_flags, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  std::vector<std::string> argv = {workload("sim_train"), "--scenario", scenario};
+  argv.insert(argv.end(), args.begin(), args.end());
+  // The process loads the runtime, waits, then starts: the probes reach it before step one.
+  out.workload = run(argv, {{"GW_START_DELAY_MS", "300"}});
+  ASSERT_EQ(out.workload.exit_code, 0) << out.workload.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  RunResult ex = run({gpuwhy_binary(), "explain", "--db", out.db, "--json"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  out.report = json::parse(ex.out);
+}
+
 TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   const Scenario& sc = std::get<0>(GetParam());
   const TraceMode& mode = std::get<1>(GetParam());
   TempDir dir;
-  const std::string db = dir.file("t.db");
-  std::vector<std::string> flags = {"--no-host-libs"};
-  flags.insert(flags.end(), mode.flags.begin(), mode.flags.end());
-  Agent agent(db, flags, dir);
-  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  std::vector<std::string> argv = {workload("sim_train"), "--scenario", sc.name};
-  argv.insert(argv.end(), sc.args.begin(), sc.args.end());
-  // The process loads the runtime, waits, then starts: the probes reach it before step one.
-  RunResult w = run(argv, {{"GW_START_DELAY_MS", "300"}});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
-  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-
+  TracedScenario t;
+  ASSERT_NO_FATAL_FAILURE(trace_scenario(dir, sc.name, sc.args, mode.flags, t));
+  const RunResult& w = t.workload;
   const json wl = summary_of(w.out);
   ASSERT_FALSE(wl.is_null()) << w.out;
-  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  const json report = json::parse(ex.out);
-  RunResult text = run({gpuwhy_binary(), "explain", "--db", db});
+  const json& report = t.report;
+  RunResult text = run({gpuwhy_binary(), "explain", "--db", t.db});
   SCOPED_TRACE("explain said:\n" + text.out + "\nworkload: " + w.out.substr(0, 600));
 
   for (const std::string& kind : mode.caveats) {
@@ -174,18 +191,10 @@ TEST_P(StackedScenario, TopChainNamesItsCallSite) {
   if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   const Stacked& sc = GetParam();
   TempDir dir;
-  const std::string db = dir.file("t.db");
-  Agent agent(db, {"--no-host-libs", "--stacks"}, dir);
-  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  RunResult w = run({workload("sim_train"), "--scenario", sc.scenario, "--steps", "150"},
-                    {{"GW_START_DELAY_MS", "300"}});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
-  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  const json report = json::parse(ex.out);
-  ASSERT_FALSE(report["chains"].empty());
-  const json& top = report["chains"][0];
+  TracedScenario t;
+  ASSERT_NO_FATAL_FAILURE(trace_scenario(dir, sc.scenario, {"--steps", "150"}, {"--stacks"}, t));
+  ASSERT_FALSE(t.report["chains"].empty());
+  const json& top = t.report["chains"][0];
   ASSERT_EQ(top["kind"], sc.kind) << top.dump();
   std::string sites;
   for (const json& e : top["evidence"])

@@ -24,7 +24,7 @@ struct TraceFlags {
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
-  uint32_t sample_hz = 199;
+  uint32_t sample_hz = probes::kDefaultSampleHz;
   bool no_host_libs = false;
   std::vector<std::string> with, without;
   bool quiet = false;

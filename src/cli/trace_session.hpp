@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "probes/probes.hpp"
 
 namespace gpuwhy::cli {
 
@@ -27,7 +28,7 @@ struct TraceOptions {
   // probes::host_family_on_by_default). Syscalls cost every syscall on the host, including the
   // uretprobe syscall each traced GPU call returns through.
   bool syscalls = false, block_io = true, tcp = true, reclaim = true;
-  uint32_t sample_hz = 199;  // CPU samples of traced threads per second and CPU (0: none)
+  uint32_t sample_hz = probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
   bool status_line = true;     // only shown on a terminal
   std::string command_line;
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)

@@ -190,7 +190,7 @@ int open_cpu_clock(int cpu, uint64_t period_ns) {
 }  // namespace
 
 int probe_cpu_clock() {
-  const int fd = open_cpu_clock(0, 1'000'000'000ull / 199);
+  const int fd = open_cpu_clock(0, 1'000'000'000ull / kDefaultSampleHz);
   if (fd < 0) return -errno;
   close(fd);
   return 1;

@@ -27,6 +27,10 @@ std::string_view host_family_name(HostFamily f);
 // scheduler already names the syscall a thread slept in. The others are on unless left out.
 constexpr bool host_family_on_by_default(HostFamily f) { return f != HostFamily::Syscalls; }
 
+// CPU samples per second and CPU unless trace --sample-hz says otherwise: a prime, so the timer
+// does not beat with periodic work of round periods.
+inline constexpr uint32_t kDefaultSampleHz = 199;
+
 // The perf event the CPU samples use, opened on CPU 0 and closed again: 1, or -errno (`check`).
 int probe_cpu_clock();
 

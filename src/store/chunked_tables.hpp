@@ -21,10 +21,19 @@
 
 namespace gpuwhy::store {
 
+// A text column a table derives from one of its integer columns through a lookup table
+// (api_calls.name from apis): a HIDDEN column of the SQL table, not stored in the chunks.
+struct ChunkedLabel {
+  std::string_view name;    // "name"
+  uint32_t source;          // index of the integer column it names: api
+  std::string_view lookup;  // SQL giving (id, text) rows: "SELECT id, name FROM main.apis"
+};
+
 struct ChunkedTable {
   std::string_view name;                  // logical table: "api_calls"
   std::span<const std::string_view> columns;  // all INTEGER, in storage order
   uint32_t ts, dur, pid, tid;             // indexes of the key columns
+  std::span<const ChunkedLabel> labels = {};  // after the columns, in this order
   std::string chunks() const { return std::string(name) + "_chunks"; }
 };
 

@@ -16,6 +16,12 @@
 // Decoded chunks go through a small LRU cache per table, so correlated subqueries that probe the
 // same thread for every outer row decode each chunk once.
 //
+// GROUP BY and DISTINCT on the table's own columns (sqlite3_vtab_distinct >= 1), when the rows a
+// scan could return fit the memory budget: the scan's rows (only the columns the statement uses)
+// are collected and put in group order here (grouped_rows.hpp), so SQLite aggregates them as they
+// come instead of sorting them. Label columns (api_calls.name, family, category: HIDDEN, derived
+// from api through apis) make the per-call views' GROUP BY name such a grouping, without a join.
+//
 // Writes (test fixtures, imports). INSERT only: rows are kept in memory, per statement savepoint,
 // and written as chunks through a ChunkSink at xSync (as FTS5 writes its shadow tables), or just
 // before this table is read in the same transaction. UPDATE and DELETE are refused: the event
@@ -35,6 +41,10 @@
 
 #include "store/chunk_codec.hpp"
 #include "store/chunked_tables.hpp"
+#include "store/column_labels.hpp"
+#include "store/grouped_rows.hpp"
+#include "store/grouping_plan.hpp"
+#include "store/int_range.hpp"
 #include "store/sqlite_util.hpp"
 
 namespace gpuwhy::store {
@@ -66,133 +76,16 @@ enum ArgBit : int {
 constexpr int kArgs = 8;
 // Set when the bound of that argument is strict (> or <).
 constexpr int kStrictShift = 8;
-enum Order : int { kAnyOrder = 0, kTsAsc = 1, kTsDesc = 2, kRowidAsc = 3, kRowidDesc = 4 };
-constexpr int kOrderShift = 16;
-
-enum class Op { kEq, kGt, kGe, kLt, kLe };
-
-// The integers x that satisfy every constraint seen so far: [lo, hi], or none at all.
-struct Range {
-  int64_t lo = INT64_MIN;
-  int64_t hi = INT64_MAX;
-  bool none = false;
-  bool empty() const { return none || lo > hi; }
-  void at_least(int64_t v) { lo = std::max(lo, v); }
-  void at_most(int64_t v) { hi = std::min(hi, v); }
+// kGrouped: idxStr says the key (grouping_spec).
+enum Order : int {
+  kAnyOrder = 0,
+  kTsAsc = 1,
+  kTsDesc = 2,
+  kRowidAsc = 3,
+  kRowidDesc = 4,
+  kGrouped = 5
 };
-
-constexpr double kTwo63 = 9223372036854775808.0;
-
-// "x op d" for a real d: the integer bounds it implies. Rounding only ever widens the range;
-// SQLite re-checks every row (omit = 0), so a wider range is safe and a narrower one is not.
-void narrow_real(Range& r, Op op, double d) {
-  if (std::isnan(d)) {
-    r.none = true;
-    return;
-  }
-  // Smallest integer >= x (x already integral), or "none" above int64.
-  auto lower = [&](double x) {
-    if (x >= kTwo63)
-      r.none = true;
-    else if (x > -kTwo63)
-      r.at_least(static_cast<int64_t>(x));
-  };
-  auto upper = [&](double x) {
-    if (x < -kTwo63)
-      r.none = true;
-    else if (x < kTwo63)
-      r.at_most(static_cast<int64_t>(x));
-  };
-  switch (op) {
-    case Op::kEq:
-      if (std::floor(d) != d) r.none = true;
-      lower(d);
-      upper(d);
-      break;
-    case Op::kGe:
-    case Op::kGt:
-      lower(std::ceil(d));  // x > d also means x >= ceil(d); the integral case stays wide
-      break;
-    case Op::kLe:
-    case Op::kLt:
-      upper(std::floor(d));
-      break;
-  }
-}
-
-void narrow_int(Range& r, Op op, int64_t v) {
-  switch (op) {
-    case Op::kEq:
-      r.at_least(v);
-      r.at_most(v);
-      break;
-    case Op::kGe:
-      r.at_least(v);
-      break;
-    case Op::kGt:
-      if (v == INT64_MAX)
-        r.none = true;
-      else
-        r.at_least(v + 1);
-      break;
-    case Op::kLe:
-      r.at_most(v);
-      break;
-    case Op::kLt:
-      if (v == INT64_MIN)
-        r.none = true;
-      else
-        r.at_most(v - 1);
-      break;
-  }
-}
-
-// Narrows `r` by "x op v" for an INTEGER column x, comparing as SQLite does: NULL matches nothing,
-// numeric text is a number (the column's affinity), other text and blobs sort after every number.
-void narrow(Range& r, Op op, sqlite3_value* v) {
-  int type = sqlite3_value_type(v);
-  sqlite3_value* copy = nullptr;
-  if (type == SQLITE_TEXT) {
-    // sqlite3_value_numeric_type converts in place: work on a copy of SQLite's argument.
-    copy = sqlite3_value_dup(v);
-    if (copy) {
-      type = sqlite3_value_numeric_type(copy);
-      v = copy;
-    }
-  }
-  switch (type) {
-    case SQLITE_INTEGER:
-      narrow_int(r, op, sqlite3_value_int64(v));
-      break;
-    case SQLITE_FLOAT:
-      narrow_real(r, op, sqlite3_value_double(v));
-      break;
-    case SQLITE_NULL:
-      r.none = true;
-      break;
-    default:  // text or blob: greater than any integer
-      if (op == Op::kEq || op == Op::kGt || op == Op::kGe) r.none = true;
-      break;
-  }
-  sqlite3_value_free(copy);
-}
-
-std::optional<Op> op_of(unsigned char op) {
-  switch (op) {
-    case SQLITE_INDEX_CONSTRAINT_EQ:
-      return Op::kEq;
-    case SQLITE_INDEX_CONSTRAINT_GT:
-      return Op::kGt;
-    case SQLITE_INDEX_CONSTRAINT_GE:
-      return Op::kGe;
-    case SQLITE_INDEX_CONSTRAINT_LT:
-      return Op::kLt;
-    case SQLITE_INDEX_CONSTRAINT_LE:
-      return Op::kLe;
-    default:
-      return std::nullopt;
-  }
-}
+constexpr int kOrderShift = 16;
 
 // ---- decoded chunks -------------------------------------------------------------------------
 
@@ -251,8 +144,10 @@ struct ThreadDir {
 struct Table : sqlite3_vtab {
   sqlite3* db = nullptr;
   const ChunkedTable* spec = nullptr;
+  const ChunkedTableOptions* options = nullptr;
   std::string chunks;  // "main.api_calls_chunks"
-  uint32_t ncols = 0;
+  uint32_t ncols = 0;     // stored columns; the label columns follow them
+  uint32_t nlabels = 0;
   // api_calls.flags is "NOT NULL DEFAULT 0" (docs/schema.md). SQLite applies no DEFAULT to a
   // virtual table, so a NULL there (left out of the INSERT) is stored as the 0 it stands for.
   uint32_t zero_default = UINT32_MAX;
@@ -263,6 +158,10 @@ struct Table : sqlite3_vtab {
   std::unordered_map<int, std::vector<Stmt>> idle_scans;  // scan statements by shape, unused
   ChunkCache cache;
   std::unordered_map<int64_t, std::shared_ptr<const ThreadDir>> dirs;
+  // The label texts; a snapshot replaced by a changed one stays alive (retired), because xColumn
+  // hands SQLite pointers into it.
+  std::shared_ptr<const ColumnLabels> labels;
+  std::vector<std::shared_ptr<const ColumnLabels>> retired;
   int64_t seen_changes = -1;
   unsigned data_version = 0;
 
@@ -305,9 +204,27 @@ struct Table : sqlite3_vtab {
     unsigned version = 0;
     const bool in_txn = sqlite3_txn_state(db, "main") != SQLITE_TXN_NONE;
     sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &version);
-    if (!in_txn || version != data_version) dirs.clear();
+    const bool stale = !in_txn || version != data_version || (nlabels > 0 && !labels);
+    if (stale) dirs.clear();
     data_version = version;
+    if (stale && nlabels > 0) return refresh_labels();
     return SQLITE_OK;
+  }
+
+  int refresh_labels() {
+    auto fresh = ColumnLabels::load(db, spec->labels);
+    if (!fresh) return fail(fresh.error());
+    if (labels && labels->same_as(*fresh.value())) return SQLITE_OK;
+    if (labels) retired.push_back(std::move(labels));
+    labels = std::move(fresh.value());
+    return SQLITE_OK;
+  }
+
+  // Rows in the table: what a grouped scan could have to hold. -1 when it cannot be read.
+  int64_t stored_rows() {
+    auto s = Stmt::prepare(db, "SELECT coalesce(sum(rows), 0) FROM " + chunks, "counting rows");
+    if (!s || sqlite3_step(s.value().get()) != SQLITE_ROW) return -1;
+    return sqlite3_column_int64(s.value().get(), 0);
   }
 
   // Prepares `slot` on first use. SQLITE_OK, or the error (in zErrMsg).
@@ -552,7 +469,7 @@ struct Run {
 struct Cursor : sqlite3_vtab_cursor {
   Table* table() const { return static_cast<Table*>(pVtab); }
 
-  enum class Plan { kRowid, kThread, kScan };
+  enum class Plan { kRowid, kThread, kScan, kGrouped };
   Plan plan = Plan::kScan;
   bool eof = true;
   Range ts, rowid;
@@ -576,17 +493,23 @@ struct Cursor : sqlite3_vtab_cursor {
   int scan_shape = -1;
   int32_t stop = 0, step = 1;
 
+  // kGrouped: every row of one of the plans above, kept and put in group order.
+  std::unique_ptr<GroupedRows> groups;
+  KeptColumns kept;
+  std::vector<int64_t> chunk_ids;  // a kept row's handle is (index here) << kRowBits | row
+
   void release_scan() {
     if (scan) table()->give_back(scan_shape, std::move(scan));
     scan_shape = -1;
   }
 
-  int filter(int idx, int argc, sqlite3_value** argv) {
+  int filter(int idx, const char* idx_str, int argc, sqlite3_value** argv) {
     Table& t = *table();
     release_scan();
     heap.clear();
     dir.reset();
     chunk.reset();
+    groups.reset();
     eof = true;
     if (int rc = t.before_read(); rc != SQLITE_OK) return rc;
 
@@ -609,9 +532,110 @@ struct Cursor : sqlite3_vtab_cursor {
     const int order = (idx >> kOrderShift) & 7;
     desc = order == kTsDesc || order == kRowidDesc;
 
-    if (idx & kRowidEq) return start_rowid();
-    if (idx & kTid) return start_thread(tid.lo);
-    return start_scan(idx);
+    const int rc = (idx & kRowidEq) ? start_rowid()
+                   : (idx & kTid)     ? start_thread(tid.lo)
+                                      : start_scan(idx);
+    if (rc != SQLITE_OK || order != kGrouped) return rc;
+    auto spec = GroupingSpec::parse(idx_str);
+    if (!spec) return t.fail("internal: bad grouping plan");
+    return collect(*spec);
+  }
+
+  // ---- GROUP BY / DISTINCT: the rows of the plan started above, kept and put in key order
+
+  int collect(const GroupingSpec& spec) {
+    Table& t = *table();
+    kept = kept_columns(*t.spec, spec.used);
+    // A key part: a stored column's value, or a label's rank (NULL when the id has no label).
+    struct Part {
+      int slot;
+      int label;  // -1: the stored column itself
+    };
+    std::vector<Part> parts;
+    std::vector<bool> desc_keys;
+    for (auto [col, d] : spec.keys) {
+      if (col < 0 || static_cast<size_t>(col) >= kept.slot_of.size() || kept.slot_of[col] < 0)
+        return t.fail("internal: grouping on a column the plan does not keep");
+      const int label = col >= static_cast<int>(t.ncols) ? col - static_cast<int>(t.ncols) : -1;
+      parts.push_back({kept.slot_of[col], label});
+      desc_keys.push_back(d);
+    }
+    std::shared_ptr<const ColumnLabels> names = t.labels;
+    auto key_of = [parts, names](const int64_t* v, uint32_t nulls, Key& out) {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const Part& p = parts[i];
+        if ((nulls >> p.slot) & 1) {
+          out[i] = {0, true};
+        } else if (p.label < 0) {
+          out[i] = {v[p.slot], false};
+        } else {
+          const int64_t r = names->rank(static_cast<size_t>(p.label), v[p.slot]);
+          out[i] = {r, r < 0};
+        }
+      }
+    };
+    groups = std::make_unique<GroupedRows>(static_cast<uint32_t>(kept.stored.size()),
+                                           std::move(desc_keys), key_of,
+                                           t.options->max_groups);
+    chunk_ids.clear();
+    int64_t last_id = -1;
+    uint32_t index = 0;
+    int64_t values[32];
+    while (!eof) {
+      if (chunk_id != last_id) {
+        // Chunks come in runs (a scan) or interleaved (a thread's merge): look the id up.
+        auto at = std::find(chunk_ids.rbegin(), chunk_ids.rbegin() +
+                                                    std::min<size_t>(chunk_ids.size(), 16),
+                            chunk_id);
+        if (at != chunk_ids.rbegin() + std::min<size_t>(chunk_ids.size(), 16)) {
+          index = static_cast<uint32_t>(chunk_ids.rend() - at - 1);
+        } else {
+          if (chunk_ids.size() >= (size_t{1} << (32 - kRowBits)))
+            return t.fail("too many chunks for one grouped scan; add a WHERE on tid, pid or ts");
+          index = static_cast<uint32_t>(chunk_ids.size());
+          chunk_ids.push_back(chunk_id);
+        }
+        last_id = chunk_id;
+      }
+      uint32_t nulls = 0;
+      const auto r = static_cast<uint32_t>(row);
+      for (size_t i = 0; i < kept.stored.size(); ++i) {
+        const uint32_t c = kept.stored[i];
+        if (chunk->is_null(c, r)) {
+          nulls |= uint32_t{1} << i;
+          values[i] = 0;
+        } else {
+          values[i] = chunk->value(c, r);
+        }
+      }
+      groups->add(index << kRowBits | r, values, nulls);
+      if (int rc = advance(); rc != SQLITE_OK) return rc;
+    }
+    groups->order();
+    chunk.reset();
+    plan = Plan::kGrouped;
+    eof = groups->at_end();
+    return SQLITE_OK;
+  }
+
+  // Column `col` of the current row (stored or label source): its value, or nullopt for NULL.
+  std::optional<int64_t> stored_value(uint32_t col) const {
+    const Table& t = *table();
+    const uint32_t stored = col < t.ncols ? col : t.spec->labels[col - t.ncols].source;
+    if (plan == Plan::kGrouped) {
+      const int slot = kept.slot_of[col];
+      if (slot < 0 || ((groups->nulls() >> slot) & 1)) return std::nullopt;
+      return groups->values()[slot];
+    }
+    const auto r = static_cast<uint32_t>(row);
+    if (chunk->is_null(stored, r)) return std::nullopt;
+    return chunk->value(stored, r);
+  }
+
+  int64_t current_rowid() const {
+    if (plan != Plan::kGrouped) return (chunk_id << kRowBits) | row;
+    const uint32_t h = groups->handle();
+    return (chunk_ids[h >> kRowBits] << kRowBits) | (h & (kChunkRows - 1));
   }
 
   // ---- rowid = ?
@@ -804,6 +828,10 @@ struct Cursor : sqlite3_vtab_cursor {
       case Plan::kScan:
         row += step;
         return row == stop ? next_chunk() : SQLITE_OK;
+      case Plan::kGrouped:
+        groups->next();
+        eof = groups->at_end();
+        return SQLITE_OK;
     }
     return SQLITE_OK;
   }
@@ -831,7 +859,8 @@ std::string unquote(std::string s) {
   return s;
 }
 
-int connect(sqlite3* db, void*, int argc, const char* const* argv, sqlite3_vtab** out, char** err) {
+int connect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
+            char** err) {
   // argv: module, database, table name, then our one argument: the logical table.
   const ChunkedTable* spec = argc == 4 ? find_chunked_table(unquote(argv[3])) : nullptr;
   if (!spec) {
@@ -844,6 +873,7 @@ int connect(sqlite3* db, void*, int argc, const char* const* argv, sqlite3_vtab*
   for (size_t c = 0; c < spec->columns.size(); ++c) {
     decl += (c ? ", " : "") + std::string(spec->columns[c]) + " INTEGER";
   }
+  for (const ChunkedLabel& l : spec->labels) decl += ", " + std::string(l.name) + " TEXT HIDDEN";
   decl += ")";
   if (int rc = sqlite3_declare_vtab(db, decl.c_str()); rc != SQLITE_OK) {
     *err = sqlite3_mprintf("%s", sqlite3_errmsg(db));
@@ -853,8 +883,10 @@ int connect(sqlite3* db, void*, int argc, const char* const* argv, sqlite3_vtab*
     auto* t = new Table();
     t->db = db;
     t->spec = spec;
+    t->options = static_cast<const ChunkedTableOptions*>(aux);
     t->chunks = "main." + spec->chunks();
     t->ncols = static_cast<uint32_t>(spec->columns.size());
+    t->nlabels = static_cast<uint32_t>(spec->labels.size());
     if (spec->name == "api_calls")
       t->zero_default = static_cast<uint32_t>(
           std::find(spec->columns.begin(), spec->columns.end(), "flags") - spec->columns.begin());
@@ -922,6 +954,14 @@ int best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
   } else if (!by_tid && n == 1 && ob[0].iColumn == -1) {
     order = ob[0].desc ? kRowidDesc : kRowidAsc;
   }
+  if (order == kAnyOrder && !(idx & kRowidEq) && n >= 1 && sqlite3_vtab_distinct(info) >= 1)
+    if (auto g = grouping_for(*static_cast<Table*>(vt)->spec, info,
+                              static_cast<Table*>(vt)->options->group_budget_bytes,
+                              [vt] { return static_cast<Table*>(vt)->stored_rows(); })) {
+      order = kGrouped;
+      info->idxStr = sqlite3_mprintf("%s", g->text().c_str());
+      info->needToFreeIdxStr = 1;
+    }
   if (order != kAnyOrder) info->orderByConsumed = 1;
   idx |= order << kOrderShift;
   info->idxNum = idx;
@@ -964,9 +1004,10 @@ int close_cursor(sqlite3_vtab_cursor* cur) {
   return SQLITE_OK;
 }
 
-int filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_value** argv) {
+int filter(sqlite3_vtab_cursor* cur, int idx, const char* idx_str, int argc,
+           sqlite3_value** argv) {
   auto* c = static_cast<Cursor*>(cur);
-  return guarded(cur->pVtab, [&] { return c->filter(idx, argc, argv); });
+  return guarded(cur->pVtab, [&] { return c->filter(idx, idx_str, argc, argv); });
 }
 
 int next(sqlite3_vtab_cursor* cur) {
@@ -978,17 +1019,24 @@ int eof(sqlite3_vtab_cursor* cur) { return static_cast<Cursor*>(cur)->eof; }
 
 int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   const auto* c = static_cast<Cursor*>(cur);
-  const auto r = static_cast<uint32_t>(c->row);
-  if (c->chunk->is_null(static_cast<uint32_t>(col), r))
-    sqlite3_result_null(ctx);
+  const Table& t = *c->table();
+  const auto v = c->stored_value(static_cast<uint32_t>(col));
+  const std::string* label = nullptr;
+  if (static_cast<uint32_t>(col) < t.ncols) {
+    if (v) return sqlite3_result_int64(ctx, *v), SQLITE_OK;
+  } else if (v && t.labels) {
+    label = t.labels->text(static_cast<uint32_t>(col) - t.ncols, *v);
+  }
+  // The snapshot outlives the statement (retired, not freed): SQLite may keep the pointer.
+  if (label)
+    sqlite3_result_text(ctx, label->data(), static_cast<int>(label->size()), SQLITE_STATIC);
   else
-    sqlite3_result_int64(ctx, c->chunk->value(static_cast<uint32_t>(col), r));
+    sqlite3_result_null(ctx);
   return SQLITE_OK;
 }
 
 int rowid(sqlite3_vtab_cursor* cur, sqlite_int64* out) {
-  const auto* c = static_cast<Cursor*>(cur);
-  *out = (c->chunk_id << kRowBits) | c->row;
+  *out = static_cast<Cursor*>(cur)->current_rowid();
   return SQLITE_OK;
 }
 
@@ -996,7 +1044,12 @@ int update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite_int64* rowid
   auto* t = static_cast<Table*>(vt);
   if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL)
     return t->fail(t->name() + " rows cannot be changed: trace event tables are append-only");
-  if (argc != 2 + static_cast<int>(t->ncols)) return t->fail("internal: unexpected INSERT shape");
+  if (argc != 2 + static_cast<int>(t->ncols + t->nlabels))
+    return t->fail("internal: unexpected INSERT shape");
+  for (uint32_t j = 0; j < t->nlabels; ++j)
+    if (sqlite3_value_type(argv[2 + t->ncols + j]) != SQLITE_NULL)
+      return t->fail(t->name() + "." + std::string(t->spec->labels[j].name) +
+                     " cannot be set: it is read from " + std::string(t->spec->labels[j].lookup));
   *rowid_out = 0;  // the row gets its rowid when its chunk is written
   return guarded(vt, [&] { return t->insert(argv + 2); });
 }
@@ -1082,8 +1135,11 @@ const sqlite3_module kModule = make_module();
 
 }  // namespace
 
-Status attach_chunked_tables(sqlite3* db) {
-  if (sqlite3_create_module_v2(db, "gw_chunked", &kModule, nullptr, nullptr) != SQLITE_OK)
+Status attach_chunked_tables(sqlite3* db, const ChunkedTableOptions& options) {
+  auto* aux = new ChunkedTableOptions(options);
+  if (sqlite3_create_module_v2(db, "gw_chunked", &kModule, aux, [](void* p) {
+        delete static_cast<ChunkedTableOptions*>(p);
+      }) != SQLITE_OK)
     return sqlite_error(db, "registering the event tables");
   for (const ChunkedTable& t : chunked_tables()) {
     const std::string name(t.name);

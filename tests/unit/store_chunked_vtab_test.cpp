@@ -92,6 +92,31 @@ class ChunkedVtab : public ::testing::Test {
     }
     return out;
   }
+  // Every column as text ("NULL" for NULL), in the order SQLite returns the rows.
+  std::vector<std::vector<std::string>> query_strings(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    std::vector<std::vector<std::string>> out;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK)
+        << sql << ": " << sqlite3_errmsg(db_);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      std::vector<std::string> r;
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        const auto* t = sqlite3_column_text(s, c);
+        r.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
+      }
+      out.push_back(std::move(r));
+    }
+    EXPECT_EQ(rc, SQLITE_DONE) << sql << ": " << sqlite3_errmsg(db_);
+    sqlite3_finalize(s);
+    return out;
+  }
+  // Whether SQLite sorts for the statement (EXPLAIN QUERY PLAN says "USE TEMP B-TREE").
+  bool sorts(const std::string& sql) {
+    for (const auto& r : query_text("EXPLAIN QUERY PLAN " + sql))
+      if (r[0].find("TEMP B-TREE") != std::string::npos) return true;
+    return false;
+  }
   std::vector<std::vector<std::string>> query_text(const std::string& sql) {
     sqlite3_stmt* s = nullptr;
     std::vector<std::vector<std::string>> out;
@@ -401,6 +426,114 @@ TEST_F(ChunkedVtabPushdown, OrderByTimeMergesOverlappingChunks) {
   for (const Row& r : query("SELECT ts FROM api_calls WHERE tid IN (11, 12) ORDER BY ts"))
     got_both.push_back(*r[0]);
   EXPECT_EQ(got_both, both);
+}
+
+// GROUP BY and DISTINCT on the table's own columns: the rows come out grouped by the table (no
+// sorter in the plan) and every aggregate equals what SQLite's sorter gives for the same query
+// ("+col" is an expression, so SQLite sorts for it itself).
+TEST_F(ChunkedVtabPushdown, GroupByAndDistinctGiveWhatTheSorterGives) {
+  const std::string at = std::to_string(*full_[4321][1]);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"SELECT api, count(*), sum(dur), min(rowid), max(rowid) FROM api_calls GROUP BY %1",
+       "api"},
+      {"SELECT stream, count(*), total(dur), min(ts) FROM api_calls GROUP BY %1", "stream"},
+      {"SELECT tid, op, count(*), total(bytes), max(rowid) FROM api_calls GROUP BY %1, %2",
+       "tid|op"},
+      {"SELECT peer, blocks, count(*) FROM api_calls WHERE pid = 10 GROUP BY %1, %2",
+       "peer|blocks"},
+      {"SELECT api, count(*), sum(dur) FROM api_calls WHERE tid = 11 AND ts > " + at +
+           " GROUP BY %1",
+       "api"},
+      {"SELECT ret, count(*), sum(rowid % 1000) FROM api_calls WHERE tid = 21 GROUP BY %1",
+       "ret"},
+  };
+  auto fill = [](std::string sql, const std::string& keys, bool plus) {
+    std::vector<std::string> k;
+    for (size_t b = 0, e; b <= keys.size(); b = e + 1) {
+      e = keys.find('|', b);
+      if (e == std::string::npos) e = keys.size();
+      k.push_back((plus ? "+" : "") + keys.substr(b, e - b));
+    }
+    for (size_t i = 0; i < k.size(); ++i) {
+      const std::string mark = "%" + std::to_string(i + 1);
+      sql.replace(sql.find(mark), mark.size(), k[i]);
+    }
+    return sql;
+  };
+  for (const auto& [sql, keys] : cases) {
+    const std::string grouped = fill(sql, keys, false), sorted_sql = fill(sql, keys, true);
+    SCOPED_TRACE(grouped);
+    EXPECT_FALSE(sorts(grouped)) << "the table groups the rows itself";
+    EXPECT_TRUE(sorts(sorted_sql));
+    const auto want = query_strings(sorted_sql);
+    EXPECT_GT(want.size(), 1u);
+    EXPECT_EQ(query_strings(grouped), want) << "same groups, in the same (ascending) order";
+  }
+  // DISTINCT with ORDER BY on its columns: distinct rows in the order asked for, NULLs first
+  // ascending and last descending.
+  for (auto [order, plus] : {std::pair{"op DESC, peer", "+op DESC, +peer"},
+                             std::pair{"op, peer DESC", "+op, +peer DESC"}}) {
+    const std::string sql = std::string("SELECT DISTINCT op, peer FROM api_calls ORDER BY ");
+    SCOPED_TRACE(sql + order);
+    EXPECT_EQ(query_strings(sql + order), query_strings(sql + plus));
+  }
+}
+
+// Keys with more distinct values than the table counts groups for, and scans over the memory
+// budget, still answer right: the first sorts the kept rows, the second leaves it to SQLite.
+TEST_F(ChunkedVtabPushdown, ManyKeysAndOverBudgetScansStillGroup) {
+  const std::string sql =
+      "SELECT tid, api, count(*), sum(dur), max(rowid) FROM api_calls GROUP BY tid, api";
+  const std::string by_ts = "SELECT ts, count(*), sum(dur) FROM api_calls GROUP BY ts";
+  const auto want = query_strings(sql), want_ts = query_strings(by_ts);
+  ASSERT_GT(want.size(), 50u);
+  for (const store::ChunkedTableOptions& o :
+       {store::ChunkedTableOptions{.max_groups = 8}, store::ChunkedTableOptions{.group_budget_bytes = 1000}}) {
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+    ASSERT_TRUE(store::attach_chunked_tables(other, o).ok());
+    std::swap(db_, other);
+    EXPECT_EQ(sorts(sql), o.group_budget_bytes == 1000);
+    EXPECT_EQ(query_strings(sql), want);
+    EXPECT_EQ(query_strings(by_ts), want_ts);
+    std::swap(db_, other);
+    sqlite3_close(other);
+  }
+}
+
+// api_calls.name, family and category: hidden text columns read from apis for the row's api,
+// grouped and ordered by their text (two ids may share a name), NULL for an id apis lacks; a
+// name added to apis later is seen by the next statement; they cannot be inserted.
+TEST_F(ChunkedVtabPushdown, LabelColumnsNameTheApiWithoutAJoin) {
+  exec("BEGIN");
+  for (int id = 0; id < 30; ++id)
+    exec("INSERT INTO apis(id, name, family, category) VALUES (" + std::to_string(id) + ", 'fn" +
+         std::to_string(id % 7) + "', '" + (id % 2 ? "cudart" : "nccl") + "', 'c" +
+         std::to_string(id % 3) + "')");
+  exec("COMMIT");
+  EXPECT_EQ(query_strings("SELECT * FROM api_calls LIMIT 1")[0].size(), 18u)
+      << "label columns are hidden from SELECT *";
+  const std::string joined =
+      "SELECT a.name, a.family, count(*), sum(c.dur) FROM api_calls c LEFT JOIN apis a "
+      "ON a.id = c.api GROUP BY a.name, a.family ORDER BY 1, 2";
+  const std::string labels =
+      "SELECT name, family, count(*), sum(dur) FROM api_calls GROUP BY name, family";
+  EXPECT_FALSE(sorts(labels));
+  const auto want = query_strings(joined);
+  EXPECT_EQ(want.size(), 1u + 7 * 2) << "ids 30-39 have no name: one NULL group";
+  EXPECT_EQ(query_strings(labels), want);
+  EXPECT_EQ(query_strings("SELECT count(*) FROM api_calls WHERE category = 'c1'"),
+            query_strings("SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api "
+                          "WHERE a.category = 'c1'"));
+  EXPECT_EQ(query_strings("SELECT DISTINCT name FROM api_calls WHERE api = 35"),
+            (std::vector<std::vector<std::string>>{{"NULL"}}));
+  exec("INSERT INTO apis(id, name, family, category) VALUES (35, 'late', 'hip', 'c0')");
+  EXPECT_EQ(query_strings("SELECT DISTINCT name FROM api_calls WHERE api = 35"),
+            (std::vector<std::vector<std::string>>{{"late"}}));
+  EXPECT_NE(error_of("INSERT INTO api_calls(ts, dur, pid, tid, api, lib, ret, name) "
+                     "VALUES (1, 1, 1, 1, 1, 1, 0, 'x')")
+                .find("api_calls.name cannot be set"),
+            std::string::npos);
 }
 
 TEST_F(ChunkedVtab, DamagedChunksAreSqlErrors) {

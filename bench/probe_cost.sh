@@ -38,7 +38,9 @@
 # gpuwhy, bt_pair and bt_work during one null loop (a breakdown, not a timing of the above).
 #
 # usage: bench/probe_cost.sh   (env: RUNS=5 SIM_CALLS=200000 NULL_CALLS=500000 SYS_CALLS=1000000
-#                                AGENT_CPU=0 WORK_CPU=1 BPF_STATS=1)
+#                                AGENT_CPU=0 WORK_CPU=1 BPF_STATS=1
+#                                GPUWHY_BASE=another gpuwhy binary, run as config gw_base with
+#                                gw's flags: a before/after comparison in the same rounds)
 source "$(dirname "$0")/lib/common.sh"
 need_root
 need_file "$GPUWHY" "$SIM_CUDART" "$LAUNCH_STORM" "$NULL_CUDART" "$CALL_LOOP"
@@ -51,6 +53,12 @@ WORK_CPU=${WORK_CPU:-1}
 BPF_STATS=${BPF_STATS:-1}
 CONFIGS=(none bt_entry bt_pair bt_work bt_emit bt_stack gw gw_sys gw_entry gw_stacks
          gw_entry_stacks)
+GW_CONFIGS=(gw gw_sys)
+if [ -n "${GPUWHY_BASE:-}" ]; then
+  need_file "$GPUWHY_BASE"
+  CONFIGS+=(gw_base)
+  GW_CONFIGS+=(gw_base)
+fi
 WORKLOADS=(sim null sys)
 TSV=$GW_BENCH_OUT/probe_cost.tsv
 echo -e "round\tconfig\tworkload\tns_per_call\tlost" >"$TSV"
@@ -94,6 +102,9 @@ for ((r = 1; r <= RUNS; r++)); do
       none) run_workloads ;;
       bt_*) TRACER_PREFIX=$A start_bpftrace "$c" "$(bt_prog "$c")"; run_workloads; stop_bpftrace ;;
       gw) TRACER_PREFIX=$A start_gpuwhy probe_gw --no-host-libs --lib "$SIM_CUDART" --lib "$NULL_CUDART"
+          run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
+      gw_base) GPUWHY=$GPUWHY_BASE TRACER_PREFIX=$A start_gpuwhy probe_gw_base --no-host-libs \
+                 --lib "$SIM_CUDART" --lib "$NULL_CUDART"
           run_workloads; stop_gpuwhy; lost=$(lost_of_log "$GW_LOG") ;;
       gw_sys) TRACER_PREFIX=$A start_gpuwhy probe_gw_sys --no-host-libs --with syscalls \
                   --lib "$SIM_CUDART" --lib "$NULL_CUDART"
@@ -181,7 +192,7 @@ added() {  # config workload -> per-round (config - none)
     done
     if [ "$w" != sys ]; then
       echo
-      for g in gw gw_sys; do
+      for g in "${GW_CONFIGS[@]}"; do
         for ref in bt_pair bt_work bt_emit; do
           read -r rm rlo rhi _ < <(paste <(added "$g" "$w") <(added "$ref" "$w") | awk '{printf "%.3f\n", $1 / $2}' | stats)
           echo "- $w: $g / $ref, added cost per round: median ${rm}x [$rlo..$rhi]"

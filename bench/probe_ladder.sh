@@ -16,8 +16,10 @@ need_file "$GPUWHY" "$NULL_CUDART" "$CALL_LOOP" "$LADDER"
 NULL_CALLS=${NULL_CALLS:-500000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
-RUNGS=(empty storage clock ring regs args args_s batch)
-CONFIGS=(none bt_pair "${RUNGS[@]}" gw_sys gw)
+RUNGS=(empty storage clock ring regs args args_s batch compact)
+# Entry only, against bpftrace's empty entry program (bt_entry) and gpuwhy --entry-only launch.
+ENTRY_RUNGS=(eempty ecompact ering)
+CONFIGS=(none bt_pair "${RUNGS[@]}" gw_sys gw bt_entry "${ENTRY_RUNGS[@]}" gw_entry)
 [ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_sys"
 TSV=$GW_BENCH_OUT/probe_ladder.tsv
 echo -e "round\tconfig\tns_per_call" >"$TSV"
@@ -47,8 +49,13 @@ for ((r = 1; r <= RUNS; r++)); do
       bt_pair) TRACER_PREFIX=$A start_bpftrace bt_pair \
                  "uprobe:$NULL_CUDART:cudaLaunchKernel {} uretprobe:$NULL_CUDART:cudaLaunchKernel {}"
                ns=$(loop_ns); stop_bpftrace ;;
+      bt_entry) TRACER_PREFIX=$A start_bpftrace bt_entry "uprobe:$NULL_CUDART:cudaLaunchKernel {}"
+                ns=$(loop_ns); stop_bpftrace ;;
       gw) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --lib "$NULL_CUDART"
           ns=$(loop_ns); stop_gpuwhy ;;
+      gw_entry) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --entry-only launch \
+                  --lib "$NULL_CUDART"
+                ns=$(loop_ns); stop_gpuwhy ;;
       gw_sys) TRACER_PREFIX=$A start_gpuwhy ladder_gw --no-host-libs --with syscalls \
                   --lib "$NULL_CUDART"
                 ns=$(loop_ns); stop_gpuwhy ;;
@@ -67,20 +74,27 @@ added() { paste <(col "$1") <(col none) | awk '{printf "%.1f\n", $1 - $2}'; }
   echo
   echo "$(machine_line). RUNS=$RUNS rounds, configurations interleaved; workload on CPU $WORK_CPU," \
        "tracers on CPU $AGENT_CPU. Added = per-round difference to that round's untraced loop;" \
-       "÷ floor = added ÷ the same round's bpftrace empty pair."
+       "÷ floor = added ÷ the same round's bpftrace empty pair (entry-only configs: bpftrace's" \
+       "empty entry program, bt_entry; and eempty for the own-attachment floor)."
   echo
-  echo "| config | ns/call | added ns/call | ÷ bpftrace floor | ÷ empty uprobe_multi pair |"
+  echo "| config | ns/call | added ns/call | ÷ bpftrace floor | ÷ empty uprobe_multi program(s) |"
   echo "| --- | --- | --- | --- | --- |"
   for c in "${CONFIGS[@]}"; do
     read -r m lo hi _ < <(col "$c" | stats)
     if [ "$c" = none ]; then echo "| $c | $m [$lo..$hi] | | | |"; continue; fi
+    floor=bt_pair own=empty
+    if [[ " bt_entry ${ENTRY_RUNGS[*]} gw_entry " == *" $c "* ]]; then floor=bt_entry own=eempty; fi
     read -r am alo ahi _ < <(added "$c" | stats)
-    read -r fb _ < <(paste <(added "$c") <(added bt_pair) | awk '{printf "%.3f\n", $1 / $2}' | stats)
+    fb=-
+    if [[ " ${CONFIGS[*]} " == *" $floor "* ]]; then
+      read -r fb _ < <(paste <(added "$c") <(added $floor) | awk '{printf "%.3f\n", $1 / $2}' | stats)
+      fb="${fb}×"
+    fi
     fe=-
-    if [[ " ${CONFIGS[*]} " == *" empty "* ]]; then
-      read -r fe _ < <(paste <(added "$c") <(added empty) | awk '{printf "%.3f\n", $1 / $2}' | stats)
+    if [[ " ${CONFIGS[*]} " == *" $own "* ]]; then
+      read -r fe _ < <(paste <(added "$c") <(added $own) | awk '{printf "%.3f\n", $1 / $2}' | stats)
       fe="${fe}×"
     fi
-    echo "| $c | $m [$lo..$hi] | $am [$alo..$ahi] | ${fb}× | $fe |"
+    echo "| $c | $m [$lo..$hi] | $am [$alo..$ahi] | $fb | $fe |"
   done
 } | tee "$GW_BENCH_OUT/probe_ladder.md"

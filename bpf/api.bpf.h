@@ -40,6 +40,8 @@ struct gw_open_call {
  * no lock for its own thread, and goes away with the thread (a hash kept dead threads' entries).
  */
 struct gw_thread_calls {
+	/* First: user space reads the open batch of a live thread at stop (events.h). */
+	struct gw_launch_batch pending;
 	__u32 head;     /* slot of the next entry, wrapping (& GW_OPEN_MASK) */
 	__u32 depth;    /* open calls held, <= GW_OPEN_CALLS; the innermost is at head - 1 */
 	__u32 launches; /* kernel launches seen: samples their in-memory arguments */
@@ -106,9 +108,8 @@ static __always_inline int gw_read_user_u64(__u64 *dst, __u64 addr)
  * thread's first call looks its process up in gw_tracked (and adds it: the first probed call of a
  * process starts tracing its threads' scheduling too).
  */
-static __always_inline struct gw_thread_calls *gw_traced_thread(void)
+static __always_inline struct gw_thread_calls *gw_traced_thread(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct gw_thread_calls *tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
 	__u32 tgid, one = 1;
 
@@ -128,21 +129,88 @@ static __always_inline struct gw_thread_calls *gw_traced_thread(void)
 	return tc;
 }
 
+/* The compiler must not move the batch's stores across the busy mark: a program on this thread's
+ * switch-out (it may preempt a probe) flushes the batch only while no probe is changing it. */
+#define gw_barrier() asm volatile("" ::: "memory")
+
+/* Write the thread's batch of launches, if it holds any, as one record. */
+static __always_inline void gw_flush_launches(struct task_struct *task, struct gw_launch_batch *b)
+{
+	__u32 n = b->n, size;
+
+	if (n == 0)
+		return;
+	if (n > GW_LAUNCH_BATCH)
+		n = GW_LAUNCH_BATCH;
+	size = offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item);
+	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH, size, b->hdr.ts_ns, task->tgid, task->pid);
+	if (bpf_ringbuf_output(&gw_events, b, size, gw_wakeup_flags(size)))
+		gw_count_n(GW_CNT_EVENTS_RING_FULL, n);
+	b->n = 0;
+}
+
+/* A switch-out or an exit: write what the thread's probes left in its batch, unless one of them
+ * is in the middle of changing it (it was preempted; the batch is written later). */
+static __always_inline void gw_flush_launches_of(struct task_struct *task)
+{
+	struct gw_thread_calls *tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
+
+	if (tc && tc->pending.n && !tc->pending.busy)
+		gw_flush_launches(task, &tc->pending);
+}
+
+/* Append a launch to the thread's batch, written out when full. */
+static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_thread_calls *tc,
+					    __u64 start, __u64 dur, __u64 func, __u64 cookie,
+					    __u16 flags)
+{
+	struct gw_launch_batch *b = &tc->pending;
+	struct gw_launch_item *it;
+	__s64 off;
+	__u32 n;
+
+	b->busy = 1;
+	gw_barrier();
+	n = b->n;
+	off = (__s64)(start - b->hdr.ts_ns);
+	if (n && (off > 0x7fffffffLL || off < -0x7fffffffLL)) {
+		gw_flush_launches(task, b);
+		n = 0;
+	}
+	if (n >= GW_LAUNCH_BATCH)
+		n = 0; /* cannot happen (a full batch is written at once); bounds the index */
+	if (n == 0) {
+		b->hdr.ts_ns = start;
+		off = 0;
+	}
+	it = &b->items[n];
+	it->func = func;
+	it->start = (__s32)off;
+	it->duration_ns = (__u32)dur;
+	it->api = GW_COOKIE_API(cookie);
+	it->lib = GW_COOKIE_LIB(cookie);
+	it->flags = flags;
+	it->pad = 0;
+	b->n = ++n;
+	if (n == GW_LAUNCH_BATCH)
+		gw_flush_launches(task, b);
+	gw_barrier();
+	b->busy = 0;
+}
+
 /*
  * Write the record of call p, which ended at `end` returning `ret`; a call recorded at entry
  * (GW_FLAG_NO_RETURN) passes end = its start and has no return value or out-pointer value.
  */
-static __always_inline void gw_emit_call(struct gw_thread_calls *tc, struct gw_open_call *p,
-					 __u64 cookie, __u64 end, __u64 ret)
+static __always_inline void gw_emit_call(struct task_struct *task, struct gw_thread_calls *tc,
+					 struct gw_open_call *p, __u64 cookie, __u64 end, __u64 ret)
 {
 	struct gw_api_call *rec = gw_reserve_event(sizeof(*rec));
-	__u64 pid_tgid;
 
 	if (!rec)
 		return;
-	pid_tgid = bpf_get_current_pid_tgid();
-	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, pid_tgid >> 32,
-		       (__u32)pid_tgid);
+	/* Two loads from the task both probes already hold, instead of a helper call. */
+	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, task->tgid, task->pid);
 	rec->hdr.flags = p->flags;
 	rec->duration_ns = end - p->ts;
 	__builtin_memcpy(rec->args, p->args, sizeof(rec->args));
@@ -159,11 +227,24 @@ static __always_inline void gw_emit_call(struct gw_thread_calls *tc, struct gw_o
 				GW_RING_LOOK_STRIDE);
 }
 
+/* Push the call just captured at the head. A full stack loses its oldest call, not this one: the
+ * oldest is the likelier to be an entry whose return never came (a longjmp or exception unwound
+ * past it). */
+static __always_inline void gw_push_call(struct gw_thread_calls *tc)
+{
+	tc->head++;
+	if (tc->depth < GW_OPEN_CALLS)
+		tc->depth++;
+	else
+		gw_count(GW_CNT_PENDING_FULL);
+}
+
 static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 api = GW_COOKIE_API(cookie);
-	struct gw_thread_calls *tc = gw_traced_thread();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gw_thread_calls *tc = gw_traced_thread(task);
 	struct gw_api_spec *spec;
 	struct gw_open_call *p;
 	__u64 regs[8], span[8] = {};
@@ -179,6 +260,35 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	 * words and launch-config fields only on the sampled calls (all of them with mask 0). */
 	if (spec->launch)
 		read_mem = (tc->launches++ & gw_cfg.launch_read_mask) == 0;
+	/* A batched launch keeps its kernel only (the catalogue puts it first, in a register). */
+	if (spec->launch && !read_mem && gw_cfg.launch_batch) {
+		__u64 start = bpf_ktime_get_ns();
+
+		gw_load_args(ctx, regs);
+		if (spec->entry_only) {
+			gw_batch_launch(task, tc, start, 0, regs[spec->args[0].index & 7], cookie,
+					GW_FLAG_NO_RETURN);
+			return 0;
+		}
+		p = &tc->calls[tc->head & GW_OPEN_MASK];
+		p->ts = start;
+		p->api = api;
+		p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
+		p->args[0] = regs[spec->args[0].index & 7];
+		p->out_ptr = 0;
+		p->stack_id = -1;
+		gw_push_call(tc);
+		return 0;
+	}
+	/* Any other call: the launches before it are written first (records of a thread in order,
+	 * and a batch never waits on a thread that stopped launching). */
+	if (tc->pending.n) {
+		tc->pending.busy = 1;
+		gw_barrier();
+		gw_flush_launches(task, &tc->pending);
+		gw_barrier();
+		tc->pending.busy = 0;
+	}
 
 	/* The call is captured into the next free slot; an entry-only API writes its record from
 	 * there at once and leaves the slot free, any other is pushed. */
@@ -241,16 +351,10 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 			gw_count(GW_CNT_PENDING_FULL);
 		}
 		p->flags |= GW_FLAG_NO_RETURN;
-		gw_emit_call(tc, p, cookie, p->ts, 0);
+		gw_emit_call(task, tc, p, cookie, p->ts, 0);
 		return 0;
 	}
-	/* Push. A full stack loses its oldest call, not this one: the oldest is the likelier to be
-	 * an entry whose return never came (a longjmp or exception unwound past it). */
-	tc->head++;
-	if (tc->depth < GW_OPEN_CALLS)
-		tc->depth++;
-	else
-		gw_count(GW_CNT_PENDING_FULL);
+	gw_push_call(tc);
 	return 0;
 }
 
@@ -285,17 +389,25 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct gw_thread_calls *tc;
 	struct gw_open_call *p = NULL;
+	__u64 ret;
 
-	tc = bpf_task_storage_get(&gw_thread_calls, bpf_get_current_task_btf(), 0, 0);
+	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
 	if (tc)
 		p = gw_pop_call(tc, GW_COOKIE_API(cookie));
 	if (!p) {
 		gw_count(GW_CNT_RETURN_UNMATCHED);
 		return 0;
 	}
-	gw_emit_call(tc, p, cookie, now, PT_REGS_RC(ctx));
+	ret = PT_REGS_RC(ctx);
+	/* A batched launch that failed or ran past the item's 32 bits gets a record of its own. */
+	if ((p->flags & GW_FLAG_COMPACT) && (__u32)ret == 0 && now - p->ts <= 0xffffffffull) {
+		gw_batch_launch(task, tc, p->ts, now - p->ts, p->args[0], cookie, 0);
+		return 0;
+	}
+	gw_emit_call(task, tc, p, cookie, now, ret);
 	return 0;
 }
 

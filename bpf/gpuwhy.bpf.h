@@ -126,6 +126,17 @@ static __always_inline void gw_submit_event_strided(void *rec, __u32 size, bool 
 	bpf_ringbuf_submit(rec, flags);
 }
 
+/* The wake-up flags for a record of `size` bytes written with bpf_ringbuf_output (the same mark
+ * as gw_submit_event, looked at on every such record). */
+static __always_inline __u64 gw_wakeup_flags(__u32 size)
+{
+	__u64 avail = bpf_ringbuf_query(&gw_events, BPF_RB_AVAIL_DATA);
+
+	return avail >= gw_cfg.wakeup_bytes && avail < (__u64)gw_cfg.wakeup_bytes + 2 * (__u64)size
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void gw_submit_event(void *rec, __u32 size)
 {
 	gw_submit_event_strided(rec, size, true, 1);

@@ -7,6 +7,7 @@
 #define GPUWHY_PROC_BPF_H
 
 #include "gpuwhy.bpf.h"
+#include "api.bpf.h" /* gw_flush_launches_of */
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
@@ -60,6 +61,7 @@ int BPF_PROG(gw_exit, struct task_struct *p, bool group_dead)
 
 	if (!gw_is_tracked(tgid))
 		return 0;
+	gw_flush_launches_of(p); /* its task storage goes with it */
 	rec = gw_reserve_lifecycle(sizeof(*rec));
 	if (rec) {
 		gw_fill_header(&rec->hdr, GW_EV_PROC_EXIT, sizeof(*rec), bpf_ktime_get_ns(), tgid,

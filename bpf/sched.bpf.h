@@ -8,6 +8,7 @@
 #define GPUWHY_SCHED_BPF_H
 
 #include "gpuwhy.bpf.h"
+#include "api.bpf.h" /* gw_flush_launches_of */
 
 struct gw_offcpu_open {
 	__u64 ts;
@@ -112,8 +113,10 @@ int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	if (gw_is_tracked(prev->tgid))
+	if (gw_is_tracked(prev->tgid)) {
+		gw_flush_launches_of(prev); /* before its interval: a batch never waits on a sleeper */
 		gw_switch_out(prev, next, preempt, prev_state, now);
+	}
 	if (gw_is_tracked(next->tgid))
 		gw_switch_in(prev, next, now);
 	return 0;

@@ -14,6 +14,13 @@
  *            bpf_probe_read_user)
  *   batch    regs, but the return appends its call to a batch in the thread's task storage and
  *            writes the ring once per LADDER_BATCH calls (bpf_ringbuf_output of the batch)
+ *   compact  clock, and the return appends 16 bytes (start as an offset from the batch's first,
+ *            duration, the kernel: what explain reads of a launch) to a batch of LADDER_COMPACT,
+ *            written to the ring when full
+ * Entry only (no return probe; the floor is `eempty`):
+ *   eempty   nothing
+ *   ecompact the entry appends (start, kernel) to a compact batch: one clock read
+ *   ering    the entry writes a 120-byte record per call (gpuwhy's entry-only kind, bare)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -43,11 +50,26 @@ struct ladder_batch {
 	struct ladder_item items[LADDER_BATCH];
 };
 
+#define LADDER_COMPACT 32
+
+struct compact_item {
+	__u32 start; /* ns after the batch's base */
+	__u32 duration_ns;
+	__u64 func;
+};
+
+struct compact_batch {
+	struct gw_event_header hdr; /* ts: the base */
+	__u32 n, pad;
+	struct compact_item items[LADDER_COMPACT];
+};
+
 struct open_call {
 	__u64 ts;
 	__u64 args[8];
 	__u64 acc; /* keeps the duration live in the clock rung */
 	struct ladder_batch batch; /* the batch rung's, beside its open call: one lookup */
+	struct compact_batch compact;
 };
 
 struct {
@@ -157,6 +179,19 @@ SEC("uprobe") int r_ring(struct pt_regs *ctx)
 	return 0;
 }
 
+/* The six argument registers into args[0..5], args[6..7] zero: the shape of gpuwhy's record. */
+static __always_inline void copy_regs(struct pt_regs *ctx, __u64 *args)
+{
+	args[0] = PT_REGS_PARM1(ctx);
+	args[1] = PT_REGS_PARM2(ctx);
+	args[2] = PT_REGS_PARM3(ctx);
+	args[3] = PT_REGS_PARM4(ctx);
+	args[4] = PT_REGS_PARM5(ctx);
+	args[5] = ctx->r9;
+	args[6] = 0;
+	args[7] = 0;
+}
+
 static __always_inline struct open_call *keep_regs(struct pt_regs *ctx)
 {
 	struct open_call *c = calls(1);
@@ -164,14 +199,7 @@ static __always_inline struct open_call *keep_regs(struct pt_regs *ctx)
 	if (!c)
 		return 0;
 	c->ts = bpf_ktime_get_ns();
-	c->args[0] = PT_REGS_PARM1(ctx);
-	c->args[1] = PT_REGS_PARM2(ctx);
-	c->args[2] = PT_REGS_PARM3(ctx);
-	c->args[3] = PT_REGS_PARM4(ctx);
-	c->args[4] = PT_REGS_PARM5(ctx);
-	c->args[5] = ctx->r9;
-	c->args[6] = 0;
-	c->args[7] = 0;
+	copy_regs(ctx, c->args);
 	return c;
 }
 
@@ -241,6 +269,81 @@ SEC("uprobe") int r_args(struct pt_regs *ctx)
 		return 0;
 	__builtin_memcpy(r->args, c->args, sizeof(r->args));
 	r->ret = PT_REGS_RC(ctx);
+	r->out = 0;
+	r->api = (__u16)bpf_get_attach_cookie(ctx);
+	r->lib = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* Appends (start, duration, func) to the thread's compact batch; writes it out when full or when
+ * the start no longer fits 32 bits past the base. */
+static __always_inline void compact_add(struct compact_batch *b, __u64 start, __u64 dur, __u64 func)
+{
+	__u32 n = b->n;
+
+	if (n >= LADDER_COMPACT || start - b->hdr.ts_ns > 0xffffffffull)
+		n = 0;
+	if (n == 0)
+		b->hdr.ts_ns = start;
+	b->items[n].start = (__u32)(start - b->hdr.ts_ns);
+	b->items[n].duration_ns = (__u32)dur;
+	b->items[n].func = func;
+	b->n = ++n;
+	if (n == LADDER_COMPACT) {
+		fill_header(&b->hdr, sizeof(*b), b->hdr.ts_ns);
+		bpf_ringbuf_output(&ladder_ring, b, sizeof(*b), BPF_RB_NO_WAKEUP);
+		b->n = 0;
+	}
+}
+
+SEC("uprobe") int e_func(struct pt_regs *ctx)
+{
+	struct open_call *c = calls(1);
+
+	if (c) {
+		c->ts = bpf_ktime_get_ns();
+		c->args[0] = PT_REGS_PARM1(ctx);
+	}
+	return 0;
+}
+
+SEC("uprobe") int r_compact(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(0);
+
+	if (c)
+		compact_add(&c->compact, c->ts, now - c->ts, c->args[0]);
+	return 0;
+}
+
+SEC("uprobe") int e_ecompact(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(1);
+
+	if (c)
+		compact_add(&c->compact, now, 0, PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+SEC("uprobe") int e_ering(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct open_call *c = calls(1);
+	struct gw_api_call *r;
+
+	if (!c)
+		return 0;
+	r = bpf_ringbuf_reserve(&ladder_ring, sizeof(*r), 0);
+	if (!r)
+		return 0;
+	fill_header(&r->hdr, sizeof(*r), now);
+	r->duration_ns = 0;
+	copy_regs(ctx, r->args);
+	r->ret = 0;
 	r->out = 0;
 	r->api = (__u16)bpf_get_attach_cookie(ctx);
 	r->lib = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // probe_ladder LIB SYMBOL RUNG: attaches one rung of probe_ladder.bpf.c (empty, storage, clock,
-// ring, regs, args, args_s, batch) to SYMBOL in LIB as gpuwhy does (one uprobe_multi link for entry, one for return,
+// ring, regs, args, args_s, batch, compact; entry only: eempty, ecompact, ering) to SYMBOL in LIB
+// as gpuwhy does (one uprobe_multi link for entry, one for return,
 // at gpuwhy's probe offset), prints "ready", drains the ring until SIGINT/SIGTERM, then prints one
 // JSON line {"rung":..,"records":N}. bench/probe_ladder.sh times a call loop under each rung.
 #include <bpf/bpf.h>
@@ -27,7 +28,7 @@ int count_record(void* ctx, void*, size_t) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: probe_ladder LIB SYMBOL empty|storage|clock|ring|regs|args|args_s|batch\n");
+    std::fprintf(stderr, "usage: probe_ladder LIB SYMBOL RUNG (see probe_ladder.bpf.c)\n");
     return 2;
   }
   const std::string lib = argv[1], symbol = argv[2], rung = argv[3];
@@ -49,7 +50,12 @@ int main(int argc, char** argv) {
                {"regs", skel->progs.e_regs, skel->progs.r_args},
                {"args", skel->progs.e_args, skel->progs.r_args},
                {"args_s", skel->progs.e_args_s, skel->progs.r_args},
-               {"batch", skel->progs.e_regs, skel->progs.r_batch}};
+               {"batch", skel->progs.e_regs, skel->progs.r_batch},
+               {"compact", skel->progs.e_func, skel->progs.r_compact},
+               // Entry only: no return program.
+               {"eempty", skel->progs.e_empty, nullptr},
+               {"ecompact", skel->progs.e_ecompact, nullptr},
+               {"ering", skel->progs.e_ering, nullptr}};
   const Pair* pick = nullptr;
   for (const Pair& p : pairs)
     if (rung == p.rung) pick = &p;
@@ -74,8 +80,9 @@ int main(int argc, char** argv) {
   const std::vector<uint64_t> offsets{*offset}, cookies{1};
   auto e = gpuwhy::probes::attach_uprobe_multi(bpf_program__fd(pick->entry), lib, offsets, cookies,
                                                false);
-  auto r = gpuwhy::probes::attach_uprobe_multi(bpf_program__fd(pick->ret), lib, offsets, cookies,
-                                               true);
+  decltype(e) r = 0;
+  if (pick->ret)
+    r = gpuwhy::probes::attach_uprobe_multi(bpf_program__fd(pick->ret), lib, offsets, cookies, true);
   if (!e || !r) {
     std::fprintf(stderr, "probe_ladder: %s\n", (!e ? e.error() : r.error()).line().c_str());
     return 1;
@@ -97,7 +104,7 @@ int main(int argc, char** argv) {
   std::printf("{\"rung\":\"%s\",\"records\":%llu}\n", rung.c_str(), records);
   ring_buffer__free(rb);
   close(*e);
-  close(*r);
+  if (pick->ret) close(*r);
   probe_ladder_bpf__destroy(skel);
   return 0;
 }

@@ -183,6 +183,7 @@ class TraceSession {
   std::multimap<SteadyClock::time_point, uint32_t> scans_due_;
   std::set<uint32_t> dlopen_scan_due_;  // pids with a scan due (dlopen hints are coalesced)
   uint32_t probes_attached_ = 0;
+  uint64_t batches_at_stop_ = 0;  // launch batches read from task storage after the probes left
 };
 
 Status TraceSession::validate() const {
@@ -317,6 +318,7 @@ TraceCounts TraceSession::counts() const {
   c.bpf = probes_->read_counters();
   c.decode_errors = st.decode_errors.load();
   c.write_errors = rec_->writer().lost_rows();
+  c.batches_at_stop = batches_at_stop_;
   return c;
 }
 
@@ -337,6 +339,11 @@ int TraceSession::run() {
   cfg.filter_pids = !opt_.pids.empty();
   cfg.capture_stacks = opt_.stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
+  // A launch that reads its memory words has a record of its own, and one with a stack too;
+  // every other launch waits in its thread's batch (bpf/api.bpf.h), which needs the kernel to
+  // let us reach each thread's batch at stop.
+  cfg.launch_batch =
+      !opt_.stacks && opt_.launch_read_mask != 0 && probes::launch_batching_possible();
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
@@ -430,8 +437,11 @@ int TraceSession::run() {
   probes_->detach_all();
   spdlog::info("probes detached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                SteadyClock::now() - t_detach).count());
+  const auto open_batches = probes_->open_launch_batches();
   reader_stop = true;
   reader_thread.join();
+  for (const auto& b : open_batches) reader_->inject(b.data(), b.size());
+  batches_at_stop_ = open_batches.size();
   queue_.close();
   writer_thread.join();
   flush_counts();

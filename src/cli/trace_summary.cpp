@@ -63,6 +63,7 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   out.emplace_back("entry_unmatched", bpf[GW_CNT_ENTRY_UNMATCHED]);
   out.emplace_back("arg_read_fault", bpf[GW_CNT_READ_FAULT]);
   out.emplace_back("stack_fail", bpf[GW_CNT_STACK_FAIL]);
+  out.emplace_back("launch_batch_at_stop", batches_at_stop);
   return out;
 }
 
@@ -95,7 +96,8 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
                    const std::string& path, uint64_t bytes) {
   std::string per_kind;
   for (const auto& [kind, n] : c.by_kind) {
-    if (kind == GW_EV_LIB_MAP) continue;  // hints, not stored
+    // Hints are not stored; a launch batch's launches are counted as API calls already.
+    if (kind == GW_EV_LIB_MAP || kind == GW_EV_LAUNCH_BATCH) continue;
     per_kind += (per_kind.empty() ? "" : ", ") + std::string(reader::kind_name(kind)) + " " +
                 with_commas(n);
   }

@@ -21,6 +21,7 @@ struct TraceCounts {
   std::array<uint64_t, 8> bpf{};  // enum gw_counter
   uint64_t decode_errors = 0;
   uint64_t write_errors = 0;
+  uint64_t batches_at_stop = 0;  // launch batches read from task storage at stop
 
   std::vector<store::LossCount> losses() const;  // every loss cause, zeros included
   std::vector<std::pair<std::string, uint64_t>> event_counts() const;

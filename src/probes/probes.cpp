@@ -80,6 +80,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.filter_pids = cfg.filter_pids ? 1 : 0;
   ro.capture_stacks = cfg.capture_stacks ? 1 : 0;
   ro.launch_read_mask = cfg.launch_read_mask;
+  ro.launch_batch = cfg.launch_batch ? 1 : 0;
   ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
   ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;

@@ -40,6 +40,9 @@ struct ProbeConfig {
   bool filter_pids = false;           // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
   uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
+  // gw_config.launch_batch: launches that read no memory go to the thread's batch. Needs a
+  // kernel whose pidfds name threads (open_launch_batches); see launch_batching_possible().
+  bool launch_batch = false;
   uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
@@ -83,6 +86,16 @@ class Probes {
   // Removes every probe (the maps stay, so the rings can still be drained).
   void detach_all();
 
+  // After detach_all: the launches the threads of traced processes still hold in their batches
+  // (a thread that neither called another API, left the CPU nor exited since), each batch as a
+  // GW_EV_LAUNCH_BATCH record, read from the task-storage map through the thread's pidfd.
+  std::vector<std::vector<uint8_t>> open_launch_batches() const;
+  // The per-thread task-storage map those batches live in (key: a thread's pidfd; value:
+  // thread_calls_value_size() bytes starting with its gw_launch_batch), for tests that place a
+  // batch where a thread that kept its CPU would have left it.
+  int thread_calls_map_fd() const;
+  size_t thread_calls_value_size() const;
+
   // The addresses of captured user stack `id`, innermost first; empty when the map has none.
   std::vector<uint64_t> user_stack(int32_t id) const;
 
@@ -123,5 +136,9 @@ class Probes {
 
 // Can this process load BPF at all? Used by check and by trace before doing any work.
 Status preflight();
+
+// Whether open_launch_batches() can reach every thread: pidfds of threads (PIDFD_THREAD,
+// Linux 6.9). Without it launches are not batched, so none can be left behind at stop.
+bool launch_batching_possible();
 
 }  // namespace gpuwhy::probes

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "gpuwhy/abi/abi.hpp"
@@ -50,8 +51,36 @@ std::string_view kind_name(uint16_t kind) {
     case GW_EV_RECLAIM: return "reclaim";
     case GW_EV_LIB_MAP: return "lib_map";
     case GW_EV_CPU_SAMPLE: return "cpu_sample";
+    case GW_EV_LAUNCH_BATCH: return "launch_batch";
   }
   return "unknown";
+}
+
+DecodeStatus decode_launch_batch(const void* data, size_t size, const ClockConverter& clock,
+                                 std::vector<Event>& out) {
+  gw_launch_batch b{};
+  constexpr size_t kHead = offsetof(gw_launch_batch, items);
+  if (size < kHead) return DecodeStatus::TooShort;
+  std::memcpy(&b, data, std::min(size, sizeof(b)));
+  if (b.hdr.kind != GW_EV_LAUNCH_BATCH) return DecodeStatus::UnknownKind;
+  if (b.n > GW_LAUNCH_BATCH || b.hdr.size != kHead + b.n * sizeof(gw_launch_item) ||
+      b.hdr.size > size)
+    return DecodeStatus::SizeMismatch;
+  for (uint32_t i = 0; i < b.n; ++i) {
+    const gw_launch_item& it = b.items[i];
+    ApiCall e;
+    e.ts = clock.to_wall(b.hdr.ts_ns + static_cast<uint64_t>(static_cast<int64_t>(it.start)));
+    e.dur = it.duration_ns;
+    e.pid = b.hdr.pid;
+    e.tid = b.hdr.tid;
+    e.api = it.api;
+    e.lib = it.lib;
+    e.flags = static_cast<uint16_t>(it.flags | GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT);
+    const uint64_t args[8] = {it.func};
+    if (const ApiInfo* info = find_api(it.api)) e.f = decode_api_args(*info, args, 0);
+    out.emplace_back(std::move(e));
+  }
+  return DecodeStatus::Ok;
 }
 
 DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& clock, Event& out) {

@@ -34,16 +34,39 @@ int RingReader::on_record(void* ctx, void* data, size_t size) {
 }
 
 void RingReader::handle(const void* data, size_t size) {
+  uint16_t kind = 0;
+  if (size >= sizeof(gw_event_header))
+    std::memcpy(&kind, static_cast<const char*>(data) + offsetof(gw_event_header, kind), 2);
+  if (kind == GW_EV_LAUNCH_BATCH) return handle_launches(data, size);
   Event ev;
   if (decode_record(data, size, clock_, ev) != DecodeStatus::Ok) {
     stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  uint16_t kind = 0;
-  std::memcpy(&kind, static_cast<const char*>(data) + offsetof(gw_event_header, kind), 2);
   if (kind < stats_.by_kind.size()) stats_.by_kind[kind].fetch_add(1, std::memory_order_relaxed);
   stats_.total.fetch_add(1, std::memory_order_relaxed);
+  add(std::move(ev));
+}
 
+// A batch of launches counts as that many API calls (and one launch_batch record).
+void RingReader::handle_launches(const void* data, size_t size) {
+  launches_.clear();
+  if (decode_launch_batch(data, size, clock_, launches_) != DecodeStatus::Ok) {
+    stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  stats_.by_kind[GW_EV_LAUNCH_BATCH].fetch_add(1, std::memory_order_relaxed);
+  stats_.by_kind[GW_EV_API_CALL].fetch_add(launches_.size(), std::memory_order_relaxed);
+  stats_.total.fetch_add(launches_.size(), std::memory_order_relaxed);
+  for (Event& ev : launches_) add(std::move(ev));
+}
+
+void RingReader::inject(const void* data, size_t size) {
+  handle(data, size);
+  flush();
+}
+
+void RingReader::add(Event ev) {
   if (opt_.on_stack) {
     if (const auto* c = std::get_if<ApiCall>(&ev); c && c->stack_id >= 0)
       opt_.on_stack(c->pid, c->stack_id);

@@ -62,12 +62,17 @@ class RingReader {
   void run(const std::atomic<bool>& stop);
   // One more full drain (after the probes were detached at shutdown).
   void drain();
+  // A record that did not come through the rings (a launch batch read from task storage at stop),
+  // handled like one that did. Only while run() is not running.
+  void inject(const void* data, size_t size);
 
   const ReaderStats& stats() const { return stats_; }
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
   void handle(const void* data, size_t size);
+  void handle_launches(const void* data, size_t size);
+  void add(Event ev);
   void flush();
 
   ClockConverter clock_;
@@ -76,6 +81,7 @@ class RingReader {
   Options opt_;
   ring_buffer* rb_ = nullptr;
   Batch batch_;
+  std::vector<Event> launches_;  // one decoded launch batch
   ReaderStats stats_;
 };
 

@@ -82,7 +82,8 @@ ApiColumns api_columns_of(const ApiInfo& a) {
 }
 
 // Columns the row of `api` fills; `flags` (GW_FLAG_*) may say its in-memory words were not read,
-// or that it was recorded at entry (nothing from the return).
+// that it was recorded at entry (nothing from the return), or that it was batched (the kernel
+// alone).
 uint16_t api_has(uint16_t api, uint16_t flags) {
   static const auto table = [] {
     std::array<ApiColumns, GW_MAX_API> m{};  // an id this build does not know: keep every raw value
@@ -95,6 +96,7 @@ uint16_t api_has(uint16_t api, uint16_t flags) {
   uint16_t has = c.has;
   if (flags & GW_FLAG_ARGS_SAMPLED_OUT) has &= ~c.memory;
   if (flags & GW_FLAG_NO_RETURN) has &= ~c.at_return;
+  if (flags & GW_FLAG_COMPACT) has &= kAddr;  // a batched launch kept its kernel only
   return has;
 }
 

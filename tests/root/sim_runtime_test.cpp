@@ -2,6 +2,7 @@
 // The real agent with real eBPF against the simulated GPU runtime, whose ground truth lets these
 // tests check the agent's numbers, not just its words.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -184,10 +185,11 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
 }
 
 // A launch's stream is a stack word, whose read costs more than the rest of the probe: by default
-// a thread's launches read it on one in 64 (the first, the 65th, ...), the others store NULL and
-// say so in flags; --launch-arg-sampling 1 reads it on every launch. Either way a stream that was
-// read is the one the workload created (the same handle its cudaStreamSynchronize passes in a
-// register).
+// a thread's launches read it on one in 64 (the first, the 65th, ...); the others are batched
+// (bpf/api.bpf.h): they keep their time, duration and kernel, store NULL for the rest and say so
+// in flags (2: not read, 8: compact). --launch-arg-sampling 1 reads every launch in full. Either
+// way a stream that was read is the one the workload created (the same handle its
+// cudaStreamSynchronize passes in a register).
 TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
   const int calls = 640;
   for (const int every : {64, 1}) {
@@ -200,13 +202,43 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
     EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / every);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 2 AND stream IS NULL"),
               calls - calls / every);
-    EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), calls) << "registers are always read";
+    EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), calls / every)
+        << "a batched launch keeps no shape";
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8 AND tpb IS NULL AND "
+                         "addr IS NOT NULL AND dur > 0 AND ret = 0"),
+              calls - calls / every);
+    EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + launches), 1) << "one kernel";
     const int64_t stream = scalar(*f, "SELECT c.stream" + std::string(" FROM api_calls c JOIN apis "
                                       "a ON a.id = c.api WHERE a.name = 'cudaStreamSynchronize'"));
     EXPECT_GT(stream, 0);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stream = " + std::to_string(stream)),
               calls / every);
   }
+}
+
+// A thread that launched and then kept running (no other GPU call, no sleep, no exit) while the
+// trace stopped: its nine batched launches reach the trace all the same, written when something
+// took the CPU from it or, if nothing did, read from its task storage at stop
+// (launch_batch_test.cpp tests that path on its own), behind the first launch, read in full.
+TEST_F(SimRuntime, LaunchesOfAThreadStillRunningAtStopAreKept) {
+  const std::string db = dir.file("t.db"), hold = dir.file("hold");
+  Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  Child w({workload("launch_storm"), "--calls", "10", "--hold-file", hold}, dir.path);
+  for (int i = 0; i < 1000 && access((hold + ".launched").c_str(), F_OK) != 0; ++i) usleep(10'000);
+  ASSERT_EQ(access((hold + ".launched").c_str(), F_OK), 0) << "the workload never launched";
+  EXPECT_EQ(agent.stop(), 0) << agent.stderr_text();
+  std::ofstream(hold) << "\n";
+  ASSERT_EQ(w.wait(), 0) << w.stderr_text();
+  auto f = open_trace(db);
+  ASSERT_TRUE(f);
+  const std::string launches = kLaunches;
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), 10);
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 9);
+  EXPECT_GE(scalar(*f, "SELECT sum(count) FROM event_counts WHERE source IN ('launch_batch', "
+                       "'launch_batch_at_stop')"),
+            1);
+  EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT tid)" + launches), 1);
 }
 
 // --entry-only launch: launches are recorded by their entry probe alone (no duration, no return
@@ -219,7 +251,9 @@ TEST_F(SimRuntime, EntryOnlyLaunchesAreRecordedWithoutReturnProbes) {
   const std::string launches = kLaunches;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND dur IS NULL AND ret IS NULL AND "
-                       "flags & 4 AND tpb IS NOT NULL"), calls);
+                       "flags & 4 AND addr IS NOT NULL"), calls);
+  // One in 64 read in full, the others batched at entry.
+  EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), (calls + 63) / 64);
   EXPECT_GT(scalar(*f, "SELECT c.dur FROM api_calls c JOIN apis a ON a.id = c.api "
                        "WHERE a.name = 'cudaStreamSynchronize'"), 0);
   EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM event_counts "

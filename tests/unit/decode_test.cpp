@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "catalog/api_catalog.hpp"
 #include "reader/decode.hpp"
@@ -131,6 +132,62 @@ TEST(Decode, RejectsShortUnknownAndOversizedRecords) {
   EXPECT_EQ(decode_record(&r, sizeof(r), kClock, ev), DecodeStatus::UnknownKind);
   gw_event_header h = header(GW_EV_OFFCPU, sizeof(gw_event_header));
   EXPECT_EQ(decode_record(&h, sizeof(h), kClock, ev), DecodeStatus::TooShort);
+}
+
+// A batch of launches: one call per item, at the batch's time plus the item's offset (negative for
+// an outer launch that returned after the inner one), with only the kernel among its arguments and
+// flags saying so. A batch whose size or count disagree is refused whole.
+TEST(Decode, LaunchBatchGivesOneCallPerLaunch) {
+  const ApiInfo* launch = find_api("cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  gw_launch_batch b{};
+  b.n = 3;
+  b.hdr = header(GW_EV_LAUNCH_BATCH, offsetof(gw_launch_batch, items) + 3 * sizeof(gw_launch_item));
+  const int32_t starts[] = {0, 2'000, -500};
+  for (uint32_t i = 0; i < 3; ++i)
+    b.items[i] = {0xfeed0 + i, starts[i], 100 * (i + 1), launch->id, 7,
+                  static_cast<uint16_t>(i == 2 ? GW_FLAG_NO_RETURN : 0), 0};
+  std::vector<Event> out;
+  ASSERT_EQ(decode_launch_batch(&b, b.hdr.size, kClock, out), DecodeStatus::Ok);
+  ASSERT_EQ(out.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const auto& c = std::get<ApiCall>(out[i]);
+    EXPECT_EQ(c.ts, kClock.to_wall(5'000) + starts[i]);
+    EXPECT_EQ(c.dur, 100 * (i + 1));
+    EXPECT_EQ(c.pid, 42u);
+    EXPECT_EQ(c.tid, 43u);
+    EXPECT_EQ(c.api, launch->id);
+    EXPECT_EQ(c.lib, 7);
+    EXPECT_EQ(c.f.addr, 0xfeed0u + i) << "the kernel";
+    EXPECT_EQ(c.f.blocks, 0u) << "no shape";
+    EXPECT_EQ(c.ret, 0);
+    EXPECT_EQ(c.flags, GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT | (i == 2 ? GW_FLAG_NO_RETURN : 0));
+  }
+  Event one;
+  EXPECT_EQ(decode_record(&b, b.hdr.size, kClock, one), DecodeStatus::UnknownKind)
+      << "a batch is not one event";
+  out.clear();
+  EXPECT_EQ(decode_launch_batch(&b, b.hdr.size - 1, kClock, out), DecodeStatus::SizeMismatch);
+  b.n = 4;  // the header says three
+  EXPECT_EQ(decode_launch_batch(&b, sizeof(b), kClock, out), DecodeStatus::SizeMismatch);
+  b.n = GW_LAUNCH_BATCH + 1;
+  b.hdr.size = sizeof(b);
+  EXPECT_EQ(decode_launch_batch(&b, sizeof(b), kClock, out), DecodeStatus::SizeMismatch);
+  EXPECT_EQ(decode_launch_batch(&b, 10, kClock, out), DecodeStatus::TooShort);
+  EXPECT_TRUE(out.empty());
+}
+
+// The launch probes keep a batched launch's first argument slot as its kernel, from a register
+// (bpf/api.bpf.h reads regs[spec.args[0].index]): every launch API must put it there.
+TEST(Catalog, EveryLaunchHasItsKernelFirstInARegister) {
+  int launches = 0;
+  for (const ApiInfo& a : api_catalog()) {
+    if (a.category != Category::Launch) continue;
+    ++launches;
+    EXPECT_EQ(a.args[0].field, Field::Func) << a.name;
+    EXPECT_EQ(a.args[0].from.src, GW_ARG_REG) << a.name;
+  }
+  EXPECT_GT(launches, 4);
 }
 
 TEST(Catalog, IdsAreUniqueAndSpecsFitTheBpfArray) {

@@ -6,8 +6,14 @@
 // "calls":N,"ok":N,"elapsed_ns":..,"calls_per_s":..}.
 //
 // usage: launch_storm [--calls N] [--api cudaLaunchKernel|cudaLaunchKernel_ptsz]
-//                     [--launch-ns N] [--kernel-ns N] [--wait-file PATH]
+//                     [--launch-ns N] [--kernel-ns N] [--wait-file PATH] [--hold-file PATH]
+// --hold-file: after the launches, create PATH.launched and keep the CPU (no GPU call, no sleep)
+// until PATH exists, then synchronize: the last launches are still in the thread's batch unless
+// something takes the CPU from it.
 #include <unistd.h>
+
+#include <chrono>
+#include <fstream>
 
 #include <string>
 
@@ -26,9 +32,12 @@ extern "C" __attribute__((noinline)) void storm_kernel() { asm volatile(""); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const gw::Args args(argc, argv, {"calls", "api", "launch-ns", "kernel-ns", "wait-file"}, {},
+  const gw::Args args(argc, argv, {"calls", "api", "launch-ns", "kernel-ns", "wait-file",
+                                   "hold-file"},
+                      {},
                       "[--calls N (100000)] [--api cudaLaunchKernel|cudaLaunchKernel_ptsz] "
-                      "[--launch-ns N (0)] [--kernel-ns N (0)] [--wait-file PATH]");
+                      "[--launch-ns N (0)] [--kernel-ns N (0)] [--wait-file PATH] "
+                      "[--hold-file PATH]");
   const uint64_t calls = args.u64("calls", 100000);
   const std::string api = args.str("api", "cudaLaunchKernel");
   auto launch = &cudaLaunchKernel;
@@ -55,6 +64,12 @@ int main(int argc, char** argv) {
           cudaSuccess;
   }
   const uint64_t elapsed = gwsim::now_ns() - t0;
+  if (const std::string hold = args.str("hold-file", ""); !hold.empty()) {
+    std::ofstream(hold + ".launched") << "\n";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (access(hold.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < until) {
+    }
+  }
   cudaStreamSynchronize(stream);
 
   gw::print_line(gw::Json()

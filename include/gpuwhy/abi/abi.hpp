@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 3);
+static_assert(GW_ABI_VERSION == 4);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -48,3 +48,11 @@ static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).
 static_assert(GW_CNT_ENTRY_UNMATCHED == 7);
 static_assert(GW_CNT__MAX == 8);
+static_assert(sizeof(gw_launch_item) == 24);
+static_assert(offsetof(gw_launch_item, start) == 8);
+static_assert(offsetof(gw_launch_item, api) == 16);
+static_assert(offsetof(gw_launch_item, flags) == 20);
+static_assert(offsetof(gw_launch_batch, n) == 24);
+static_assert(offsetof(gw_launch_batch, items) == 32);
+static_assert(sizeof(gw_launch_batch) == 32 + 24 * GW_LAUNCH_BATCH);
+static_assert(offsetof(gw_config, launch_batch) == 36);

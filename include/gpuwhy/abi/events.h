@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 3
+#define GW_ABI_VERSION 4
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -33,6 +33,7 @@ enum gw_event_kind {
 	GW_EV_RECLAIM = 9,     /* direct reclaim stall of a traced thread */
 	GW_EV_LIB_MAP = 10,    /* a GPU runtime library was mapped executable */
 	GW_EV_CPU_SAMPLE = 11, /* a traced thread found running by the CPU sampling timer (ABI 3) */
+	GW_EV_LAUNCH_BATCH = 12, /* kernel launches of one thread, 24 bytes each (ABI 4) */
 };
 
 struct gw_event_header {
@@ -52,6 +53,9 @@ struct gw_event_header {
 /* A call of an entry-only API (gw_api_spec.entry_only): recorded at entry, no return probe, so
  * no duration, return value or out-pointer value. */
 #define GW_FLAG_NO_RETURN 0x4
+/* A launch kept compactly (gw_launch_item, or an API call record made from one): its time,
+ * duration, return value and kernel (addr) are known, its other arguments were not captured. */
+#define GW_FLAG_COMPACT 0x8
 
 /* ---- GPU API calls ------------------------------------------------------------------------ */
 
@@ -232,6 +236,39 @@ enum gw_counter {
 };
 
 /* Tunables, in the BPF object's read-only data; set by user space before load. */
+/* ---- kernel launches, batched ------------------------------------------------------------------ */
+
+/*
+ * A launch costs one ring record of 120 bytes; most of a launch probe's own cost is that record's
+ * stores, and explain reads only a launch's time, duration, return value and kernel. So the
+ * launches whose in-memory arguments are not sampled (gw_config.launch_read_mask) are appended,
+ * 24 bytes each, to a batch in the thread's task storage, and a batch is one ring record
+ * (GW_EV_LAUNCH_BATCH, hdr.size = 32 + 24 * n): written when full, when another API call of the
+ * thread begins, when the thread leaves the CPU, and when it exits. At stop, user space reads the
+ * batches still open through the task-storage map (its value starts with the batch) by pidfd.
+ * A launch that failed or ran longer than 2^32 ns gets an API call record of its own (with
+ * GW_FLAG_COMPACT: the same fields known).
+ */
+#define GW_LAUNCH_BATCH 32
+
+struct gw_launch_item {
+	__u64 func;        /* the kernel: the launch's first argument */
+	__s32 start;       /* ns from the batch's hdr.ts_ns (negative: an outer launch, returned after
+			    * the inner one it made) */
+	__u32 duration_ns; /* 0 with GW_FLAG_NO_RETURN */
+	__u16 api;
+	__u16 lib;
+	__u16 flags;       /* GW_FLAG_*: GW_FLAG_COMPACT and GW_FLAG_ARGS_SAMPLED_OUT are implied */
+	__u16 pad;
+};
+
+struct gw_launch_batch {
+	struct gw_event_header hdr; /* ts_ns: the first item's start; pid, tid: the thread */
+	__u32 n;                    /* items[0, n) are launches */
+	__u32 busy;                 /* BPF only: set while the thread's probe changes the batch */
+	struct gw_launch_item items[GW_LAUNCH_BATCH];
+};
+
 struct gw_config {
 	__u64 min_offcpu_ns;   /* off-CPU intervals shorter than this are not emitted */
 	__u64 min_syscall_ns;  /* syscalls shorter than this are not emitted */
@@ -242,7 +279,10 @@ struct gw_config {
 	/* A thread's launches read their in-memory arguments when (launch count & mask) == 0: 0 reads
 	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
 	__u32 launch_read_mask;
-	__u32 pad;
+	/* 1: a launch that does not read its in-memory arguments is kept in the thread's
+	 * gw_launch_batch instead of a record of its own (0 with stacks, or where user space could
+	 * not collect unfinished batches at stop). */
+	__u32 launch_batch;
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 };
 

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The launches a thread still holds in its batch when tracing stops (bpf/api.bpf.h): the agent
+// reads them from the thread's task storage through its pidfd, after the probes are gone.
+//
+// A thread that really launched is nearly always switched out (which writes its batch) before an
+// agent on a 2-CPU machine finishes stopping, so the end-to-end tests seldom reach this path; here
+// the batch is placed in a sleeping child's task storage from user space, through the same map and
+// key the agent reads, and Probes::open_launch_batches must hand it back as the record the ring
+// would have carried.
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <variant>
+#include <vector>
+
+#include "gpuwhy/abi/abi.hpp"
+#include "probes/probes.hpp"
+#include "reader/decode.hpp"
+#include "support/process.hpp"
+
+namespace gpuwhy::testing {
+namespace {
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+// Places `b` as the open batch of thread `tid`'s task storage.
+void place_batch(const probes::Probes& p, pid_t tid, const gw_launch_batch& b) {
+  std::vector<uint8_t> value(p.thread_calls_value_size(), 0);
+  ASSERT_GE(value.size(), sizeof(b));
+  std::memcpy(value.data(), &b, sizeof(b));
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  EXPECT_EQ(bpf_map_update_elem(p.thread_calls_map_fd(), &fd, value.data(), BPF_NOEXIST), 0)
+      << std::strerror(errno);
+  close(fd);
+}
+
+TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
+  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!probes::launch_batching_possible()) GTEST_SKIP() << "this kernel has no thread pidfds";
+  probes::ProbeConfig cfg;
+  cfg.launch_batch = true;
+  cfg.launch_read_mask = 63;
+  auto p = probes::Probes::load(cfg);
+  ASSERT_TRUE(p) << p.error().line();
+  TempDir dir;
+  Child holder({"sleep", "30"}, dir.path), empty({"sleep", "30"}, dir.path),
+      untraced({"sleep", "30"}, dir.path);
+  ASSERT_TRUE((*p)->track_pid(holder.pid()));
+  ASSERT_TRUE((*p)->track_pid(empty.pid()));
+
+  // Three launches, the second an outer launch that began before the batch's first.
+  gw_launch_batch b{};
+  b.hdr.ts_ns = 5'000'000;
+  b.n = 3;
+  const int32_t starts[] = {0, -700, 1'200};
+  for (uint32_t i = 0; i < b.n; ++i)
+    b.items[i] = {0x7000 + i, starts[i], 40 + i, static_cast<uint16_t>(1 + i % 2), 9, 0, 0};
+  place_batch(**p, holder.pid(), b);
+  gw_launch_batch none{};
+  none.hdr.ts_ns = 1;
+  place_batch(**p, empty.pid(), none);  // a thread with storage and no launches left
+  place_batch(**p, untraced.pid(), b);  // not a traced process: never looked at
+
+  (*p)->detach_all();
+  const auto records = (*p)->open_launch_batches();
+  ASSERT_EQ(records.size(), 1u);
+  std::vector<Event> calls;
+  const ClockConverter clock(1'000'000'000);
+  ASSERT_EQ(reader::decode_launch_batch(records[0].data(), records[0].size(), clock, calls),
+            reader::DecodeStatus::Ok);
+  ASSERT_EQ(calls.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const auto* c = std::get_if<ApiCall>(&calls[i]);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->pid, static_cast<uint32_t>(holder.pid()));
+    EXPECT_EQ(c->tid, static_cast<uint32_t>(holder.pid()));
+    EXPECT_EQ(c->ts, 1'000'000'000 + 5'000'000 + starts[i]);
+    EXPECT_EQ(c->dur, 40 + i);
+    EXPECT_EQ(c->api, 1 + i % 2);
+    EXPECT_EQ(c->lib, 9);
+    EXPECT_EQ(c->f.addr, 0x7000u + i);
+    EXPECT_EQ(c->flags, GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT);
+  }
+  for (Child* c : {&holder, &empty, &untraced}) c->stop(9);
+}
+
+}  // namespace
+}  // namespace gpuwhy::testing

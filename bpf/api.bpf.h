@@ -162,10 +162,10 @@ static __always_inline void gw_flush_launches_of(struct task_struct *task)
 /* Append a launch to the thread's batch, written out when full. */
 static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_thread_calls *tc,
 					    __u64 start, __u64 dur, __u64 func, __u64 cookie,
-					    __u16 flags)
+					    __u16 flags, __s32 stack_id)
 {
 	struct gw_launch_batch *b = &tc->pending;
-	struct gw_launch_item *it;
+	__u64 *w;
 	__s64 off;
 	__u32 n;
 
@@ -183,14 +183,13 @@ static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_
 		b->hdr.ts_ns = start;
 		off = 0;
 	}
-	it = &b->items[n];
-	it->func = func;
-	it->start = (__s32)off;
-	it->duration_ns = (__u32)dur;
-	it->api = GW_COOKIE_API(cookie);
-	it->lib = GW_COOKIE_LIB(cookie);
-	it->flags = flags;
-	it->pad = 0;
+	/* Four 8-byte stores instead of ten (events.h's layout, little-endian; abi.hpp checks it):
+	 * func | start, duration | api, lib (the cookie's low half), flags | stack_id. */
+	w = (__u64 *)&b->items[n];
+	w[0] = func;
+	w[1] = (__u64)(__u32)off | (__u64)(__u32)dur << 32;
+	w[2] = (cookie & 0xffffffffull) | (__u64)flags << 32;
+	w[3] = (__u64)(__u32)stack_id;
 	b->n = ++n;
 	if (n == GW_LAUNCH_BATCH)
 		gw_flush_launches(task, b);
@@ -263,11 +262,13 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	/* A batched launch keeps its kernel only (the catalogue puts it first, in a register). */
 	if (spec->launch && !read_mem && gw_cfg.launch_batch) {
 		__u64 start = bpf_ktime_get_ns();
+		__s32 stack_id;
 
 		gw_load_args(ctx, regs);
+		stack_id = gw_user_stack(ctx);
 		if (spec->entry_only) {
 			gw_batch_launch(task, tc, start, 0, regs[spec->args[0].index & 7], cookie,
-					GW_FLAG_NO_RETURN);
+					GW_FLAG_NO_RETURN, stack_id);
 			return 0;
 		}
 		p = &tc->calls[tc->head & GW_OPEN_MASK];
@@ -276,7 +277,7 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 		p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
 		p->args[0] = regs[spec->args[0].index & 7];
 		p->out_ptr = 0;
-		p->stack_id = -1;
+		p->stack_id = stack_id;
 		gw_push_call(tc);
 		return 0;
 	}
@@ -404,7 +405,7 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 	ret = PT_REGS_RC(ctx);
 	/* A batched launch that failed or ran past the item's 32 bits gets a record of its own. */
 	if ((p->flags & GW_FLAG_COMPACT) && (__u32)ret == 0 && now - p->ts <= 0xffffffffull) {
-		gw_batch_launch(task, tc, p->ts, now - p->ts, p->args[0], cookie, 0);
+		gw_batch_launch(task, tc, p->ts, now - p->ts, p->args[0], cookie, 0, p->stack_id);
 		return 0;
 	}
 	gw_emit_call(task, tc, p, cookie, now, ret);

@@ -339,11 +339,10 @@ int TraceSession::run() {
   cfg.filter_pids = !opt_.pids.empty();
   cfg.capture_stacks = opt_.stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
-  // A launch that reads its memory words has a record of its own, and one with a stack too;
-  // every other launch waits in its thread's batch (bpf/api.bpf.h), which needs the kernel to
-  // let us reach each thread's batch at stop.
-  cfg.launch_batch =
-      !opt_.stacks && opt_.launch_read_mask != 0 && probes::launch_batching_possible();
+  // A launch that reads its memory words has a record of its own; every other launch waits in
+  // its thread's batch (bpf/api.bpf.h), which needs the kernel to let us reach each thread's
+  // batch at stop.
+  cfg.launch_batch = opt_.launch_read_mask != 0 && probes::launch_batching_possible();
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -44,11 +45,11 @@ std::vector<pid_t> threads_of(uint32_t tgid) {
 
 }  // namespace
 
-bool launch_batching_possible() {
+int probe_thread_pidfd() {
   const int fd = pidfd_of_thread(static_cast<pid_t>(syscall(SYS_gettid)));
-  if (fd < 0) return false;
+  if (fd < 0) return -errno;
   close(fd);
-  return true;
+  return 1;
 }
 
 int Probes::thread_calls_map_fd() const { return bpf_map__fd(skel_->maps.gw_thread_calls); }

@@ -137,8 +137,10 @@ class Probes {
 // Can this process load BPF at all? Used by check and by trace before doing any work.
 Status preflight();
 
-// Whether open_launch_batches() can reach every thread: pidfds of threads (PIDFD_THREAD,
-// Linux 6.9). Without it launches are not batched, so none can be left behind at stop.
-bool launch_batching_possible();
+// A pidfd of the calling thread (PIDFD_THREAD, Linux 6.9), opened and closed: 1, or -errno.
+int probe_thread_pidfd();
+// Whether open_launch_batches() can reach every thread (probe_thread_pidfd). Without it launches
+// are not batched, so none can be left behind at stop.
+inline bool launch_batching_possible() { return probe_thread_pidfd() == 1; }
 
 }  // namespace gpuwhy::probes

@@ -76,6 +76,7 @@ DecodeStatus decode_launch_batch(const void* data, size_t size, const ClockConve
     e.api = it.api;
     e.lib = it.lib;
     e.flags = static_cast<uint16_t>(it.flags | GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT);
+    e.stack_id = it.stack_id;
     const uint64_t args[8] = {it.func};
     if (const ApiInfo* info = find_api(it.api)) e.f = decode_api_args(*info, args, 0);
     out.emplace_back(std::move(e));

@@ -61,7 +61,7 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   b.n = 3;
   const int32_t starts[] = {0, -700, 1'200};
   for (uint32_t i = 0; i < b.n; ++i)
-    b.items[i] = {0x7000 + i, starts[i], 40 + i, static_cast<uint16_t>(1 + i % 2), 9, 0, 0};
+    b.items[i] = {0x7000 + i, starts[i], 40 + i, static_cast<uint16_t>(1 + i % 2), 9, 0, 0, -1, 0};
   place_batch(**p, holder.pid(), b);
   gw_launch_batch none{};
   none.hdr.ts_ns = 1;

@@ -142,11 +142,13 @@ TEST(Decode, LaunchBatchGivesOneCallPerLaunch) {
   ASSERT_NE(launch, nullptr);
   gw_launch_batch b{};
   b.n = 3;
-  b.hdr = header(GW_EV_LAUNCH_BATCH, offsetof(gw_launch_batch, items) + 3 * sizeof(gw_launch_item));
+  b.hdr = header(GW_EV_LAUNCH_BATCH,
+                 static_cast<uint16_t>(offsetof(gw_launch_batch, items) + 3 * sizeof(gw_launch_item)));
   const int32_t starts[] = {0, 2'000, -500};
   for (uint32_t i = 0; i < 3; ++i)
     b.items[i] = {0xfeed0 + i, starts[i], 100 * (i + 1), launch->id, 7,
-                  static_cast<uint16_t>(i == 2 ? GW_FLAG_NO_RETURN : 0), 0};
+                  static_cast<uint16_t>(i == 2 ? GW_FLAG_NO_RETURN : 0), 0,
+                  static_cast<int32_t>(i) - 1, 0};
   std::vector<Event> out;
   ASSERT_EQ(decode_launch_batch(&b, b.hdr.size, kClock, out), DecodeStatus::Ok);
   ASSERT_EQ(out.size(), 3u);
@@ -161,6 +163,7 @@ TEST(Decode, LaunchBatchGivesOneCallPerLaunch) {
     EXPECT_EQ(c.f.addr, 0xfeed0u + i) << "the kernel";
     EXPECT_EQ(c.f.blocks, 0u) << "no shape";
     EXPECT_EQ(c.ret, 0);
+    EXPECT_EQ(c.stack_id, static_cast<int32_t>(i) - 1);
     EXPECT_EQ(c.flags, GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT | (i == 2 ? GW_FLAG_NO_RETURN : 0));
   }
   Event one;

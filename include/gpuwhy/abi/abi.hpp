@@ -48,11 +48,15 @@ static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).
 static_assert(GW_CNT_ENTRY_UNMATCHED == 7);
 static_assert(GW_CNT__MAX == 8);
-static_assert(sizeof(gw_launch_item) == 24);
+static_assert(sizeof(gw_launch_item) == 32);
+static_assert(offsetof(gw_launch_item, stack_id) == 24);
 static_assert(offsetof(gw_launch_item, start) == 8);
 static_assert(offsetof(gw_launch_item, api) == 16);
 static_assert(offsetof(gw_launch_item, flags) == 20);
+// bpf/api.bpf.h writes an item as four u64 words: api and lib are the attach cookie's low half.
+static_assert(offsetof(gw_launch_item, lib) == 18);
+static_assert(GW_COOKIE(0x1234, 0x5678) == 0x56781234);
 static_assert(offsetof(gw_launch_batch, n) == 24);
 static_assert(offsetof(gw_launch_batch, items) == 32);
-static_assert(sizeof(gw_launch_batch) == 32 + 24 * GW_LAUNCH_BATCH);
+static_assert(sizeof(gw_launch_batch) == 32 + 32 * GW_LAUNCH_BATCH);
 static_assert(offsetof(gw_config, launch_batch) == 36);

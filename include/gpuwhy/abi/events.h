@@ -33,7 +33,7 @@ enum gw_event_kind {
 	GW_EV_RECLAIM = 9,     /* direct reclaim stall of a traced thread */
 	GW_EV_LIB_MAP = 10,    /* a GPU runtime library was mapped executable */
 	GW_EV_CPU_SAMPLE = 11, /* a traced thread found running by the CPU sampling timer (ABI 3) */
-	GW_EV_LAUNCH_BATCH = 12, /* kernel launches of one thread, 24 bytes each (ABI 4) */
+	GW_EV_LAUNCH_BATCH = 12, /* kernel launches of one thread, 32 bytes each (ABI 4) */
 };
 
 struct gw_event_header {
@@ -240,10 +240,10 @@ enum gw_counter {
 
 /*
  * A launch costs one ring record of 120 bytes; most of a launch probe's own cost is that record's
- * stores, and explain reads only a launch's time, duration, return value and kernel. So the
- * launches whose in-memory arguments are not sampled (gw_config.launch_read_mask) are appended,
- * 24 bytes each, to a batch in the thread's task storage, and a batch is one ring record
- * (GW_EV_LAUNCH_BATCH, hdr.size = 32 + 24 * n): written when full, when another API call of the
+ * stores, and explain reads only a launch's time, duration, return value, kernel and stack. So
+ * the launches whose in-memory arguments are not sampled (gw_config.launch_read_mask) are
+ * appended, 32 bytes each, to a batch in the thread's task storage, and a batch is one ring record
+ * (GW_EV_LAUNCH_BATCH, hdr.size = 32 + 32 * n): written when full, when another API call of the
  * thread begins, when the thread leaves the CPU, and when it exits. At stop, user space reads the
  * batches still open through the task-storage map (its value starts with the batch) by pidfd.
  * A launch that failed or ran longer than 2^32 ns gets an API call record of its own (with
@@ -260,6 +260,8 @@ struct gw_launch_item {
 	__u16 lib;
 	__u16 flags;       /* GW_FLAG_*: GW_FLAG_COMPACT and GW_FLAG_ARGS_SAMPLED_OUT are implied */
 	__u16 pad;
+	__s32 stack_id;    /* as gw_api_call.stack_id: -1 without stacks */
+	__u32 pad2;
 };
 
 struct gw_launch_batch {
@@ -280,8 +282,8 @@ struct gw_config {
 	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
 	__u32 launch_read_mask;
 	/* 1: a launch that does not read its in-memory arguments is kept in the thread's
-	 * gw_launch_batch instead of a record of its own (0 with stacks, or where user space could
-	 * not collect unfinished batches at stop). */
+	 * gw_launch_batch instead of a record of its own (0 where user space could not collect
+	 * unfinished batches at stop, or every launch reads its memory). */
 	__u32 launch_batch;
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 };

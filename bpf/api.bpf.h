@@ -133,8 +133,8 @@ static __always_inline struct gw_thread_calls *gw_traced_thread(struct task_stru
  * switch-out (it may preempt a probe) flushes the batch only while no probe is changing it. */
 #define gw_barrier() asm volatile("" ::: "memory")
 
-/* Write the thread's batch of launches, if it holds any, as one record. */
-static __always_inline void gw_flush_launches(struct task_struct *task, struct gw_launch_batch *b)
+/* Write the batch of launches of thread (tgid, tid), if it holds any, as one record. */
+static __always_inline void gw_flush_launches(struct gw_launch_batch *b, __u32 tgid, __u32 tid)
 {
 	__u32 n = b->n, size;
 
@@ -143,20 +143,22 @@ static __always_inline void gw_flush_launches(struct task_struct *task, struct g
 	if (n > GW_LAUNCH_BATCH)
 		n = GW_LAUNCH_BATCH;
 	size = offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item);
-	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH, size, b->hdr.ts_ns, task->tgid, task->pid);
+	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH, size, b->hdr.ts_ns, tgid, tid);
 	if (bpf_ringbuf_output(&gw_events, b, size, gw_wakeup_flags(size)))
 		gw_count_n(GW_CNT_EVENTS_RING_FULL, n);
 	b->n = 0;
 }
 
-/* A switch-out or an exit: write what the thread's probes left in its batch, unless one of them
- * is in the middle of changing it (it was preempted; the batch is written later). */
-static __always_inline void gw_flush_launches_of(struct task_struct *task)
+/* A switch-out, an exit or an exec: write what the thread's probes left in its batch, unless one
+ * of them is in the middle of changing it (it was preempted; the batch is written later). `tid`:
+ * the thread's id when it made those launches (an exec by another thread than the leader
+ * changes it). */
+static __always_inline void gw_flush_launches_of(struct task_struct *task, __u32 tid)
 {
 	struct gw_thread_calls *tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
 
 	if (tc && tc->pending.n && !tc->pending.busy)
-		gw_flush_launches(task, &tc->pending);
+		gw_flush_launches(&tc->pending, task->tgid, tid);
 }
 
 /* Append a launch to the thread's batch, written out when full. */
@@ -174,7 +176,7 @@ static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_
 	n = b->n;
 	off = (__s64)(start - b->hdr.ts_ns);
 	if (n && (off > 0x7fffffffLL || off < -0x7fffffffLL)) {
-		gw_flush_launches(task, b);
+		gw_flush_launches(b, task->tgid, task->pid);
 		n = 0;
 	}
 	if (n >= GW_LAUNCH_BATCH)
@@ -192,7 +194,7 @@ static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_
 	w[3] = (__u64)(__u32)stack_id;
 	b->n = ++n;
 	if (n == GW_LAUNCH_BATCH)
-		gw_flush_launches(task, b);
+		gw_flush_launches(b, task->tgid, task->pid);
 	gw_barrier();
 	b->busy = 0;
 }
@@ -286,7 +288,7 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	if (tc->pending.n) {
 		tc->pending.busy = 1;
 		gw_barrier();
-		gw_flush_launches(task, &tc->pending);
+		gw_flush_launches(&tc->pending, task->tgid, task->pid);
 		gw_barrier();
 		tc->pending.busy = 0;
 	}

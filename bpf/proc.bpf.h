@@ -17,6 +17,9 @@ int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	/* Every exec is reported: a new process may be about to load a GPU runtime. */
 	if (p->tgid == gw_cfg.self_pid)
 		return 0;
+	/* The old image's launches, under the thread id that made them. */
+	if (gw_is_tracked(p->tgid))
+		gw_flush_launches_of(p, old_pid);
 	rec = gw_reserve_lifecycle(sizeof(*rec));
 	if (!rec)
 		return 0;
@@ -61,7 +64,7 @@ int BPF_PROG(gw_exit, struct task_struct *p, bool group_dead)
 
 	if (!gw_is_tracked(tgid))
 		return 0;
-	gw_flush_launches_of(p); /* its task storage goes with it */
+	gw_flush_launches_of(p, p->pid); /* its task storage goes with it */
 	rec = gw_reserve_lifecycle(sizeof(*rec));
 	if (rec) {
 		gw_fill_header(&rec->hdr, GW_EV_PROC_EXIT, sizeof(*rec), bpf_ktime_get_ns(), tgid,

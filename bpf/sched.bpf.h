@@ -114,7 +114,8 @@ int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u64 now = bpf_ktime_get_ns();
 
 	if (gw_is_tracked(prev->tgid)) {
-		gw_flush_launches_of(prev); /* before its interval: a batch never waits on a sleeper */
+		/* before its interval: a batch never waits on a sleeper */
+		gw_flush_launches_of(prev, prev->pid);
 		gw_switch_out(prev, next, preempt, prev_state, now);
 	}
 	if (gw_is_tracked(next->tgid))

@@ -105,9 +105,16 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
 
   if (int err = gpuwhy_bpf__load(p->skel_); err != 0) {
     const int e = -err;
-    if (e == EPERM || e == EACCES)
-      return Error{"the kernel refused to load BPF programs (permission denied)",
+    if (e == EPERM)
+      return Error{"the kernel refused to load BPF programs (operation not permitted)",
                    "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"};
+    // The verifier answers EACCES for an access it judges unsafe: a program of this build does
+    // not pass this kernel's verifier, which no privilege changes.
+    if (e == EACCES)
+      return Error{"this kernel's BPF verifier refused a gpuwhy program (an access it judged "
+                   "unsafe)",
+                   "'gpuwhy -vv trace' prints the verifier's log; report it with 'gpuwhy check "
+                   "--json'"};
     return errno_error("loading the BPF programs failed", e,
                        "run 'gpuwhy check' to see which kernel feature is missing");
   }

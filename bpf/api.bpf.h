@@ -92,6 +92,24 @@ static __always_inline void gw_load_args(struct pt_regs *ctx, __u64 *r)
 	r[7] = 0;
 }
 
+/* A launch's kernel: its first argument slot, which the catalogue keeps in the first or second
+ * argument register (tested). Two loads at constant offsets, each kept in its own branch (clang
+ * would otherwise select between the offsets, and the verifier refuses a computed offset into
+ * the context), instead of gw_load_args' copy of all six registers. */
+static __always_inline __u64 gw_kernel_arg(struct pt_regs *ctx, const struct gw_api_spec *spec)
+{
+	__u64 v;
+
+	if (spec->args[0].index == 0) {
+		v = PT_REGS_PARM1(ctx);
+		asm volatile("" : "+r"(v));
+	} else {
+		v = PT_REGS_PARM2(ctx);
+		asm volatile("" : "+r"(v));
+	}
+	return v;
+}
+
 static __always_inline int gw_read_user_u64(__u64 *dst, __u64 addr)
 {
 	if (bpf_probe_read_user(dst, sizeof(*dst), (void *)addr)) {
@@ -263,21 +281,18 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 		read_mem = (tc->launches++ & gw_cfg.launch_read_mask) == 0;
 	/* A batched launch keeps its kernel only (the catalogue puts it first, in a register). */
 	if (spec->launch && !read_mem && gw_cfg.launch_batch) {
-		__u64 start = bpf_ktime_get_ns();
-		__s32 stack_id;
+		__u64 start = bpf_ktime_get_ns(), func = gw_kernel_arg(ctx, spec);
+		__s32 stack_id = gw_user_stack(ctx);
 
-		gw_load_args(ctx, regs);
-		stack_id = gw_user_stack(ctx);
 		if (spec->entry_only) {
-			gw_batch_launch(task, tc, start, 0, regs[spec->args[0].index & 7], cookie,
-					GW_FLAG_NO_RETURN, stack_id);
+			gw_batch_launch(task, tc, start, 0, func, cookie, GW_FLAG_NO_RETURN, stack_id);
 			return 0;
 		}
 		p = &tc->calls[tc->head & GW_OPEN_MASK];
 		p->ts = start;
 		p->api = api;
 		p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
-		p->args[0] = regs[spec->args[0].index & 7];
+		p->args[0] = func;
 		p->out_ptr = 0;
 		p->stack_id = stack_id;
 		gw_push_call(tc);

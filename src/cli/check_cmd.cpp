@@ -97,7 +97,7 @@ std::string thread_pidfd_text(int r) {
   if (r == discover::kNotProbed) return "not probed";
   if (r == 1) return "thread pidfds open (launches batched)";
   return std::string("thread pidfds refused (") + std::strerror(-r) +
-         "; Linux < 6.9?): every launch gets a record of its own, ~5% more per launch";
+         "; Linux < 6.9?): every launch gets a record of its own, ~4% more per launch";
 }
 
 void print_text(const CheckReport& r) {

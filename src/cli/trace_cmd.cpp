@@ -21,6 +21,7 @@ struct TraceFlags {
   uint32_t ring_kb = 0;
   bool stacks = false;
   uint32_t launch_arg_sampling = 64;
+  bool no_launch_batching = false;
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
@@ -51,6 +52,9 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "in N launches of each thread (power of two; 1: every launch). Each read costs "
                   "more than the rest of the probe")
       ->capture_default_str();
+  cmd->add_flag("--no-launch-batching", flags->no_launch_batching,
+                "Give every kernel launch a record of its own, keeping the grid and block of "
+                "launches whose in-memory arguments are not read (each launch costs ~4% more)");
   std::vector<std::string> categories;
   for (Category c : all_categories()) categories.emplace_back(category_name(c));
   cmd->add_option("--entry-only", flags->entry_only,
@@ -103,6 +107,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
         return fail("--launch-arg-sampling must be a power of two from 1 to 1048576 (e.g. 64; 1 "
                     "reads every launch)", 2);
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
+      opt.launch_batching = !flags->no_launch_batching;
       for (const std::string& name : flags->entry_only)  // names checked by the option
         opt.entry_only_categories |= category_bit(*category_of_name(name));
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);

@@ -342,7 +342,8 @@ int TraceSession::run() {
   // A launch that reads its memory words has a record of its own; every other launch waits in
   // its thread's batch (bpf/api.bpf.h), which needs the kernel to let us reach each thread's
   // batch at stop.
-  cfg.launch_batch = opt_.launch_read_mask != 0 && probes::launch_batching_possible();
+  cfg.launch_batch = opt_.launch_batching && opt_.launch_read_mask != 0 &&
+                     probes::launch_batching_possible();
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;

@@ -239,8 +239,8 @@ std::vector<Finding> evaluate(const HostFacts& f) {
   if (f.thread_pidfd != kNotProbed && f.thread_pidfd != 1) {
     add(Severity::Warning, "launch_batching",
         std::string("cannot open a pidfd of a thread (") + std::strerror(-f.thread_pidfd) +
-            "; Linux 6.9 can): trace records every kernel launch in full instead of batching "
-            "them, ~5% more per launch");
+            "; Linux 6.9 can): trace gives every kernel launch a record of its own instead of "
+            "batching them, ~4% more per launch");
   }
 
   if (f.uprobe_pmu_type < 0) {

@@ -216,6 +216,22 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
   }
 }
 
+// --no-launch-batching (what a kernel without thread pidfds gets too): every launch has a record
+// of its own, so the ones whose stream was not read keep the grid and block from their registers.
+TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {
+  const int calls = 640;
+  auto f = trace_launch_storm(dir, {"--no-launch-batching"}, calls);
+  ASSERT_TRUE(f);
+  const std::string launches = kLaunches;
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 0) << "nothing batched";
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND tpb = 256 AND blocks = 64"), calls);
+  EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / 64);
+  EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM event_counts WHERE source = "
+                       "'launch_batch'"),
+            0);
+}
+
 // A thread that launched and then kept running (no other GPU call, no sleep, no exit) while the
 // trace stopped: its nine batched launches reach the trace all the same, written when something
 // took the CPU from it or, if nothing did, read from its task storage at stop

@@ -5,8 +5,9 @@
 // A thread that really launched is nearly always switched out (which writes its batch) before an
 // agent on a 2-CPU machine finishes stopping, so the end-to-end tests seldom reach this path; here
 // the batch is placed in a sleeping child's task storage from user space, through the same map and
-// key the agent reads, and Probes::open_launch_batches must hand it back as the record the ring
-// would have carried.
+// key the agent reads, once the probes are detached (so that no switch-out or exec of the child
+// writes it first), and Probes::open_launch_batches must hand it back as the record the ring would
+// have carried.
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -62,13 +63,13 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   const int32_t starts[] = {0, -700, 1'200};
   for (uint32_t i = 0; i < b.n; ++i)
     b.items[i] = {0x7000 + i, starts[i], 40 + i, static_cast<uint16_t>(1 + i % 2), 9, 0, 0, -1, 0};
+  (*p)->detach_all();
   place_batch(**p, holder.pid(), b);
   gw_launch_batch none{};
   none.hdr.ts_ns = 1;
   place_batch(**p, empty.pid(), none);  // a thread with storage and no launches left
   place_batch(**p, untraced.pid(), b);  // not a traced process: never looked at
 
-  (*p)->detach_all();
   const auto records = (*p)->open_launch_batches();
   ASSERT_EQ(records.size(), 1u);
   std::vector<Event> calls;

@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "core/log.hpp"
 #include "gpuwhy_bpf.skel.h"
@@ -365,13 +368,52 @@ std::array<uint64_t, 8> Probes::read_counters() const {
   return sums;
 }
 
+namespace {
+
+// The kernel id of a BPF link fd; 0 when the fd is not a link (a perf event attached by ioctl,
+// which its close detaches at once).
+uint32_t link_id(int fd) {
+  bpf_link_info info{};
+  uint32_t len = sizeof(info);
+  return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+// Closing a link's last fd does not detach its program at once: the kernel frees the link from a
+// work queue, and until then the program still runs (seen: a switch-out program writing a launch
+// batch after detach_all had returned, which the stop then read as empty). Waits until every
+// link is gone from the kernel's id table (bounded), then a moment for the detach that follows.
+void wait_until_released(const std::vector<uint32_t>& ids) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  bool waited = false;
+  for (uint32_t id : ids) {
+    while (id != 0 && std::chrono::steady_clock::now() < deadline) {
+      const int fd = bpf_link_get_fd_by_id(id);
+      if (fd < 0) break;  // freed
+      close(fd);
+      waited = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (waited) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+}  // namespace
+
 void Probes::detach_all() {
   // Each removal waits for an RCU grace period (~0.1 s here), serialised in the kernel: that is
   // why API probes use one uprobe_multi link per library where the kernel has them.
-  for (int fd : multi_fds_) close(fd);
+  std::vector<uint32_t> ids;
+  for (int fd : multi_fds_) {
+    ids.push_back(link_id(fd));
+    close(fd);
+  }
   multi_fds_.clear();
-  for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
+  for (auto it = links_.rbegin(); it != links_.rend(); ++it) {
+    ids.push_back(link_id(bpf_link__fd(*it)));
+    bpf_link__destroy(*it);
+  }
   links_.clear();
+  wait_until_released(ids);
 }
 
 std::vector<uint64_t> Probes::user_stack(int32_t id) const {

@@ -51,8 +51,8 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   auto p = probes::Probes::load(cfg);
   ASSERT_TRUE(p) << p.error().line();
   TempDir dir;
-  Child holder({"sleep", "30"}, dir.path), empty({"sleep", "30"}, dir.path),
-      untraced({"sleep", "30"}, dir.path);
+  Child holder({"/bin/sleep", "30"}, dir.path), empty({"/bin/sleep", "30"}, dir.path),
+      untraced({"/bin/sleep", "30"}, dir.path);
   ASSERT_TRUE((*p)->track_pid(holder.pid()));
   ASSERT_TRUE((*p)->track_pid(empty.pid()));
 

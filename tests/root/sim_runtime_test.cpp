@@ -74,8 +74,11 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
   const std::string db = dir.file("t.db");
   Agent agent(db, {"--no-host-libs"}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  // The first steps may run before the probes reach the new process: let it load first.
-  RunResult w = run({workload("sim_train"), "--scenario", "clean", "--steps", "150"},
+  // The first steps may run before the probes reach the new process: let it load first. Kernels
+  // three times their default length keep the GPU ahead of the host, so every step's sync really
+  // waits (at the default length a busy 2-CPU machine left some runs with 1-2 ms of waiting).
+  RunResult w = run({workload("sim_train"), "--scenario", "clean", "--steps", "150",
+                     "--kernel-scale", "3"},
                     {{"GWSIM_TRUTH", dir.file("truth.json")}, {"GW_START_DELAY_MS", "300"}});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();

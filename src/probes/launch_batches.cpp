@@ -6,16 +6,14 @@
 // space) and hands them to the reader as if they had come through the ring.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
+#include "discover/discover.hpp"
 #include "gpuwhy/abi/abi.hpp"
 #include "gpuwhy_bpf.skel.h"
 #include "probes/probes.hpp"
@@ -29,18 +27,6 @@ namespace {
 
 int pidfd_of_thread(pid_t tid) {
   return static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
-}
-
-// The thread ids of process `tgid` (none when it is gone).
-std::vector<pid_t> threads_of(uint32_t tgid) {
-  std::vector<pid_t> out;
-  const std::string dir = "/proc/" + std::to_string(tgid) + "/task";
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (const dirent* e = readdir(d))
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(std::atoi(e->d_name));
-  closedir(d);
-  return out;
 }
 
 }  // namespace
@@ -68,8 +54,8 @@ std::vector<std::vector<uint8_t>> Probes::open_launch_batches() const {
   while (bpf_map__get_next_key(skel_->maps.gw_tracked, prev, &next, sizeof(next)) == 0) {
     key = next;
     prev = &key;
-    for (pid_t tid : threads_of(key)) {
-      const int fd = pidfd_of_thread(tid);
+    for (uint32_t tid : discover::list_threads(key)) {
+      const int fd = pidfd_of_thread(static_cast<pid_t>(tid));
       if (fd < 0) continue;  // exited since: its exit wrote the batch
       const int rc = bpf_map__lookup_elem(calls, &fd, sizeof(fd), value.data(), value.size(), 0);
       close(fd);
@@ -80,7 +66,7 @@ std::vector<std::vector<uint8_t>> Probes::open_launch_batches() const {
       b.hdr.size = static_cast<uint16_t>(offsetof(gw_launch_batch, items) +
                                          b.n * sizeof(gw_launch_item));
       b.hdr.pid = key;
-      b.hdr.tid = static_cast<uint32_t>(tid);
+      b.hdr.tid = tid;
       b.hdr.cpu = 0;
       b.hdr.flags = 0;
       const auto* bytes = reinterpret_cast<const uint8_t*>(&b);

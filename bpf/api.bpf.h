@@ -147,9 +147,22 @@ static __always_inline struct gw_thread_calls *gw_traced_thread(struct task_stru
 	return tc;
 }
 
-/* The compiler must not move the batch's stores across the busy mark: a program on this thread's
- * switch-out (it may preempt a probe) flushes the batch only while no probe is changing it. */
+/* A program on this thread's switch-out (it may preempt a probe) writes the batch only while no
+ * probe is changing it: a probe marks the batch busy around its changes, and the compiler must not
+ * move the batch's stores across the mark. */
 #define gw_barrier() asm volatile("" ::: "memory")
+
+static __always_inline void gw_batch_busy(struct gw_launch_batch *b)
+{
+	b->busy = 1;
+	gw_barrier();
+}
+
+static __always_inline void gw_batch_idle(struct gw_launch_batch *b)
+{
+	gw_barrier();
+	b->busy = 0;
+}
 
 /* Write the batch of launches of thread (tgid, tid), if it holds any, as one record. */
 static __always_inline void gw_flush_launches(struct gw_launch_batch *b, __u32 tgid, __u32 tid)
@@ -189,8 +202,7 @@ static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_
 	__s64 off;
 	__u32 n;
 
-	b->busy = 1;
-	gw_barrier();
+	gw_batch_busy(b);
 	n = b->n;
 	off = (__s64)(start - b->hdr.ts_ns);
 	if (n && (off > 0x7fffffffLL || off < -0x7fffffffLL)) {
@@ -213,8 +225,7 @@ static __always_inline void gw_batch_launch(struct task_struct *task, struct gw_
 	b->n = ++n;
 	if (n == GW_LAUNCH_BATCH)
 		gw_flush_launches(b, task->tgid, task->pid);
-	gw_barrier();
-	b->busy = 0;
+	gw_batch_idle(b);
 }
 
 /*
@@ -301,11 +312,9 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 	/* Any other call: the launches before it are written first (records of a thread in order,
 	 * and a batch never waits on a thread that stopped launching). */
 	if (tc->pending.n) {
-		tc->pending.busy = 1;
-		gw_barrier();
+		gw_batch_busy(&tc->pending);
 		gw_flush_launches(&tc->pending, task->tgid, task->pid);
-		gw_barrier();
-		tc->pending.busy = 0;
+		gw_batch_idle(&tc->pending);
 	}
 
 	/* The call is captured into the next free slot; an entry-only API writes its record from

@@ -221,11 +221,12 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   const Table& t = *c->table();
   const auto v = c->stored_value(static_cast<uint32_t>(col));
   const std::string* label = nullptr;
-  if (static_cast<uint32_t>(col) < t.ncols) {
-    if (v) return sqlite3_result_int64(ctx, *v), SQLITE_OK;
-  } else if (v && t.labels) {
-    label = t.labels->text(static_cast<uint32_t>(col) - t.ncols, *v);
+  if (static_cast<uint32_t>(col) < t.ncols && v) {
+    sqlite3_result_int64(ctx, *v);
+    return SQLITE_OK;
   }
+  if (static_cast<uint32_t>(col) >= t.ncols && v && t.labels)
+    label = t.labels->text(static_cast<uint32_t>(col) - t.ncols, *v);
   // The snapshot outlives the statement (retired, not freed): SQLite may keep the pointer.
   if (label)
     sqlite3_result_text(ctx, label->data(), static_cast<int>(label->size()), SQLITE_STATIC);

@@ -42,7 +42,6 @@ class GroupedRows {
   // positions on the first. Call once, after the last add().
   void order();
 
-  size_t size() const { return rows_; }
   // The current row, then the next, in key order.
   bool at_end() const { return at_ >= rows_; }
   void next();

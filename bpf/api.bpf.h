@@ -78,6 +78,31 @@ static __always_inline __s32 gw_user_stack(void *ctx)
 	return id < 0 ? -1 : id;
 }
 
+/* bpf_rdonly_cast (Linux 6.2) turns a pointer into a read-only typed one: the verifier makes the
+ * call a register move and the loads through the result plain loads. Weak: a kernel without it
+ * has no uprobe_multi either (6.6), and only the uprobe_multi programs call it. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/*
+ * The attach cookie of the probe running on `task`. A uprobe_multi program reads it from the run
+ * context the kernel set for it (task->bpf_ctx -> the probe's bpf_uprobe), with plain loads: the
+ * helper, bpf_get_attach_cookie, is a call, and a call's return costs ~10 ns on a CPU whose
+ * kernel mitigates return-address attacks with a return thunk (SRSO's "Safe RET" on the AMD
+ * machines measured here), about a sixth of a batched launch's whole entry program. A kernel
+ * whose types differ (CO-RE says) gets the helper.
+ */
+static __always_inline __u64 gw_attach_cookie(struct pt_regs *ctx, struct task_struct *task,
+					      bool multi)
+{
+	struct bpf_uprobe_multi_run_ctx *rc;
+
+	if (!multi || !bpf_core_field_exists(struct bpf_uprobe_multi_run_ctx, uprobe) ||
+	    !bpf_core_field_exists(struct bpf_uprobe, cookie))
+		return bpf_get_attach_cookie(ctx);
+	rc = bpf_rdonly_cast(task->bpf_ctx, bpf_core_type_id_kernel(struct bpf_uprobe_multi_run_ctx));
+	return rc->uprobe->cookie;
+}
+
 /* The six integer argument registers, copied once with constant offsets (the verifier refuses a
  * computed offset into the context). Slots 6 and 7 stay zero so an index masked with 7 is safe. */
 static __always_inline void gw_load_args(struct pt_regs *ctx, __u64 *r)
@@ -92,15 +117,15 @@ static __always_inline void gw_load_args(struct pt_regs *ctx, __u64 *r)
 	r[7] = 0;
 }
 
-/* A launch's kernel: its first argument slot, which the catalogue keeps in the first or second
- * argument register (tested). Two loads at constant offsets, each kept in its own branch (clang
- * would otherwise select between the offsets, and the verifier refuses a computed offset into
- * the context), instead of gw_load_args' copy of all six registers. */
-static __always_inline __u64 gw_kernel_arg(struct pt_regs *ctx, const struct gw_api_spec *spec)
+/* A batched launch's kernel: its first argument slot, which the catalogue keeps in the first or
+ * second argument register (tested; the cookie says which). Two loads at constant offsets, each
+ * kept in its own branch (clang would otherwise select between the offsets, and the verifier
+ * refuses a computed offset into the context), instead of gw_load_args' copy of all six. */
+static __always_inline __u64 gw_kernel_arg(struct pt_regs *ctx, __u64 cookie)
 {
 	__u64 v;
 
-	if (spec->args[0].index == 0) {
+	if (!(cookie & GW_COOKIE_KERNEL_ARG2)) {
 		v = PT_REGS_PARM1(ctx);
 		asm volatile("" : "+r"(v));
 	} else {
@@ -269,46 +294,53 @@ static __always_inline void gw_push_call(struct gw_thread_calls *tc)
 		gw_count(GW_CNT_PENDING_FULL);
 }
 
-static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
+/*
+ * The entry of a batched launch whose in-memory arguments are not sampled: the hottest path there
+ * is (63 launches in 64 per thread by default), so it reads no spec; the cookie says what it
+ * needs. Its start, kernel and stack go into the thread's launch batch (entry-only), or onto the
+ * open-call stack as a compact call that the return probe batches.
+ */
+static __always_inline void gw_launch_entry(struct pt_regs *ctx, struct task_struct *task,
+					    struct gw_thread_calls *tc, __u64 cookie)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 start = bpf_ktime_get_ns(), func = gw_kernel_arg(ctx, cookie);
+	__s32 stack_id = gw_user_stack(ctx);
+	struct gw_open_call *p;
+
+	if (cookie & GW_COOKIE_ENTRY_ONLY) {
+		gw_batch_launch(task, tc, start, 0, func, cookie, GW_FLAG_NO_RETURN, stack_id);
+		return;
+	}
+	p = &tc->calls[tc->head & GW_OPEN_MASK];
+	p->ts = start;
+	p->api = GW_COOKIE_API(cookie);
+	p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
+	p->args[0] = func;
+	p->out_ptr = 0;
+	p->stack_id = stack_id;
+	gw_push_call(tc);
+}
+
+/* The entry of any other call, and of a launch whose arguments are sampled or that is not
+ * batched: captured per the API's spec. `counted`: a batched launch, already counted (and
+ * sampled) by gw_api_entry_impl. */
+static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struct *task,
+					  struct gw_thread_calls *tc, __u64 cookie, bool counted)
+{
 	__u32 api = GW_COOKIE_API(cookie);
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct gw_thread_calls *tc = gw_traced_thread(task);
 	struct gw_api_spec *spec;
 	struct gw_open_call *p;
 	__u64 regs[8], span[8] = {};
 	bool read_mem = true, span_ok = false;
 	int i;
 
-	if (!tc)
-		return 0;
 	spec = bpf_map_lookup_elem(&gw_api_specs, &api);
 	if (!spec || !spec->enabled)
-		return 0;
+		return;
 	/* A user-memory read costs more than the rest of this program: a launch reads its stack
 	 * words and launch-config fields only on the sampled calls (all of them with mask 0). */
-	if (spec->launch)
+	if (spec->launch && !counted)
 		read_mem = (tc->launches++ & gw_cfg.launch_read_mask) == 0;
-	/* A batched launch keeps its kernel only (the catalogue puts it first, in a register). */
-	if (spec->launch && !read_mem && gw_cfg.launch_batch) {
-		__u64 start = bpf_ktime_get_ns(), func = gw_kernel_arg(ctx, spec);
-		__s32 stack_id = gw_user_stack(ctx);
-
-		if (spec->entry_only) {
-			gw_batch_launch(task, tc, start, 0, func, cookie, GW_FLAG_NO_RETURN, stack_id);
-			return 0;
-		}
-		p = &tc->calls[tc->head & GW_OPEN_MASK];
-		p->ts = start;
-		p->api = api;
-		p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
-		p->args[0] = func;
-		p->out_ptr = 0;
-		p->stack_id = stack_id;
-		gw_push_call(tc);
-		return 0;
-	}
 	/* Any other call: the launches before it are written first (records of a thread in order,
 	 * and a batch never waits on a thread that stopped launching). */
 	if (tc->pending.n) {
@@ -379,9 +411,30 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx)
 		}
 		p->flags |= GW_FLAG_NO_RETURN;
 		gw_emit_call(task, tc, p, cookie, p->ts, 0);
-		return 0;
+		return;
 	}
 	gw_push_call(tc);
+}
+
+/* Every API entry: a batched launch that is not sampled takes the fast path, all else the spec's. */
+static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 cookie = gw_attach_cookie(ctx, task, multi);
+	struct gw_thread_calls *tc = gw_traced_thread(task);
+
+	bool counted = false;
+
+	if (!tc)
+		return 0;
+	if (cookie & GW_COOKIE_BATCHED) {
+		if (tc->launches++ & gw_cfg.launch_read_mask) {
+			gw_launch_entry(ctx, task, tc, cookie);
+			return 0;
+		}
+		counted = true;
+	}
+	gw_call_entry(ctx, task, tc, cookie, counted);
 	return 0;
 }
 
@@ -412,11 +465,11 @@ static __always_inline struct gw_open_call *gw_pop_call(struct gw_thread_calls *
 	return NULL;
 }
 
-static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
+static __always_inline int gw_api_return_impl(struct pt_regs *ctx, bool multi)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 cookie = gw_attach_cookie(ctx, task, multi);
 	struct gw_thread_calls *tc;
 	struct gw_open_call *p = NULL;
 	__u64 ret;
@@ -447,25 +500,25 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx)
 SEC("uprobe")
 int gw_api_entry(struct pt_regs *ctx)
 {
-	return gw_api_entry_impl(ctx);
+	return gw_api_entry_impl(ctx, false);
 }
 
 SEC("uretprobe")
 int gw_api_return(struct pt_regs *ctx)
 {
-	return gw_api_return_impl(ctx);
+	return gw_api_return_impl(ctx, false);
 }
 
 SEC("uprobe")
 int gw_api_entry_multi(struct pt_regs *ctx)
 {
-	return gw_api_entry_impl(ctx);
+	return gw_api_entry_impl(ctx, true);
 }
 
 SEC("uprobe")
 int gw_api_return_multi(struct pt_regs *ctx)
 {
-	return gw_api_return_impl(ctx);
+	return gw_api_return_impl(ctx, true);
 }
 
 #endif /* GPUWHY_API_BPF_H */

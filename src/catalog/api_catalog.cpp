@@ -306,6 +306,16 @@ gw_api_spec make_spec(const ApiInfo& api) {
   return spec;
 }
 
+uint64_t make_cookie(const ApiInfo& api, uint16_t lib_id, bool entry_only, bool batch_launches) {
+  uint64_t cookie = GW_COOKIE(api.id, lib_id);
+  if (entry_only) cookie |= GW_COOKIE_ENTRY_ONLY;
+  if (api.category == Category::Launch && batch_launches) {
+    cookie |= GW_COOKIE_BATCHED;
+    if (api.args[0].from.index == 1) cookie |= GW_COOKIE_KERNEL_ARG2;
+  }
+  return cookie;
+}
+
 uint32_t nccl_dtype_size(uint64_t dtype) {
   // ncclDataType_t: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 fp8e4m3 fp8e5m2
   static constexpr std::array<uint32_t, 12> kSizes{1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};

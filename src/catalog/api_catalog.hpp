@@ -102,6 +102,11 @@ std::optional<Family> family_of_library(std::string_view file_name);
 // The BPF-side capture spec of an API.
 gw_api_spec make_spec(const ApiInfo& api);
 
+// The attach cookie of an API's probes in library `lib_id` (events.h, GW_COOKIE_*): a launch
+// carries what its batched fast path needs (batched, kernel register, entry-only) so that path
+// reads no spec. `batch_launches`: gw_launch_batch collection is on for this trace.
+uint64_t make_cookie(const ApiInfo& api, uint16_t lib_id, bool entry_only, bool batch_launches);
+
 // Captured words -> meaning. Unused fields stay at 0 / -1.
 struct ApiCallFields {
   uint64_t stream = 0;

@@ -83,7 +83,6 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.filter_pids = cfg.filter_pids ? 1 : 0;
   ro.capture_stacks = cfg.capture_stacks ? 1 : 0;
   ro.launch_read_mask = cfg.launch_read_mask;
-  ro.launch_batch = cfg.launch_batch ? 1 : 0;
   ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
   ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;
@@ -95,6 +94,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   // Load one pair of API programs: the uprobe_multi pair where the kernel has it.
   p->multi_ = kernel_has_uprobe_multi();
   p->entry_only_ = cfg.entry_only_categories;
+  p->launch_batch_ = cfg.launch_batch;
   auto* pr = &p->skel_->progs;
   bpf_program__set_autoload(pr->gw_api_entry, !p->multi_);
   bpf_program__set_autoload(pr->gw_api_return, !p->multi_);
@@ -281,7 +281,7 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
   std::vector<AttachedSite> out;
   for (const discover::ProbeSite& site : *sites) {
     offsets.push_back(site.probe_offset());
-    cookies.push_back(GW_COOKIE(site.api->id, lib_id));
+    cookies.push_back(cookie(*site.api, lib_id));
     if (!entry_only(*site.api)) {
       ret_offsets.push_back(offsets.back());
       ret_cookies.push_back(cookies.back());
@@ -314,9 +314,9 @@ std::vector<AttachedSite> Probes::attach_library_single(
   std::vector<AttachedSite> out;
   for (const discover::ProbeSite& site : sites) {
     AttachedSite r{site.api, site.probe_offset(), site.skipped_bytes, {}};
-    const uint64_t cookie = GW_COOKIE(site.api->id, lib_id);
-    LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = cookie, .retprobe = false);
-    LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = cookie, .retprobe = true);
+    const uint64_t site_cookie = cookie(*site.api, lib_id);
+    LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = site_cookie, .retprobe = false);
+    LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = site_cookie, .retprobe = true);
     // pid -1: every process mapping this file, now and later.
     bpf_link* entry = bpf_program__attach_uprobe_opts(skel_->progs.gw_api_entry, -1,
                                                       lib.path.c_str(), r.offset, &entry_opts);

@@ -40,8 +40,8 @@ struct ProbeConfig {
   bool filter_pids = false;           // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
   uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
-  // gw_config.launch_batch: launches that read no memory go to the thread's batch. Needs a
-  // kernel whose pidfds name threads (open_launch_batches); see launch_batching_possible().
+  // Launches that read no memory go to the thread's batch (their probes' GW_COOKIE_BATCHED).
+  // Needs a kernel whose pidfds name threads (open_launch_batches); launch_batching_possible().
   bool launch_batch = false;
   uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
@@ -125,8 +125,12 @@ class Probes {
   gpuwhy_bpf* skel_ = nullptr;
   bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
   uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
+  bool launch_batch_ = false;    // ProbeConfig::launch_batch
   bool entry_only(const ApiInfo& api) const {
     return (entry_only_ & category_bit(api.category)) != 0;
+  }
+  uint64_t cookie(const ApiInfo& api, uint16_t lib_id) const {
+    return make_cookie(api, lib_id, entry_only(api), launch_batch_);
   }
   std::vector<int> multi_fds_;  // per library: an entry link, a return link unless all entry-only
   std::vector<bpf_link*> links_;  // a sampling timer's link owns its perf_event fd

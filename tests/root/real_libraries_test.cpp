@@ -132,7 +132,65 @@ class RealLibraries : public ::testing::Test {
     ASSERT_TRUE(total.ok());
     EXPECT_EQ(std::stoi(total->rows[0][0]), checked) << "no call recorded that was not made";
   }
+
+  // Traces one workload with the default launch sampling, so every launch of a thread after its
+  // first is batched: the batched launch's probe takes its kernel from the register its cookie
+  // names (first for cudaLaunchKernel, second for cudaLaunchKernelExC). Each launch must still be
+  // recorded once with its kernel; `extra` picks the probe kind.
+  void check_batched_kernels(const std::string& lib, const std::string& program,
+                             const std::vector<std::string>& extra) {
+    if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << lib << " is not installed here";
+    TempDir dir;
+    const std::string db = dir.file("t.db");
+    std::vector<std::string> flags{"--no-host-libs", "--lib", lib};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    Agent agent(db, flags, dir);
+    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+    RunResult w = run({workload(program)}, {{"GW_START_DELAY_MS", "0"}});
+    ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+
+    auto f = store::TraceFile::open(db);
+    ASSERT_TRUE(f.ok()) << f.error().line();
+    int launches = 0;
+    std::istringstream lines(w.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] != '{') continue;
+      const json call = json::parse(line);
+      const ApiInfo* api = find_api(call["api"].get<std::string>());
+      if (!api || api->category != Category::Launch) continue;
+      SCOPED_TRACE(line);
+      std::map<std::string, json> a;
+      flatten(call["args"], "", a);
+      const auto func = pick(a, {"func", "f", "function_address"});
+      ASSERT_TRUE(func.has_value());
+      auto q = store::run_query(**f, "SELECT addr FROM api_calls WHERE api = " +
+                                         std::to_string(api->id) + " AND tid = " +
+                                         std::to_string(call["tid"].get<uint32_t>()));
+      ASSERT_TRUE(q.ok()) << q.error().line();
+      ASSERT_EQ(q->rows.size(), 1u) << "each launch recorded exactly once";
+      EXPECT_EQ(opt_u(*q, 0, 0), func) << "kernel";
+      ++launches;
+    }
+    EXPECT_GE(launches, 2) << w.out;
+    auto batched = store::run_query(**f, "SELECT count(*) FROM api_calls WHERE flags & 8");
+    ASSERT_TRUE(batched.ok());
+    EXPECT_EQ(std::stoi(batched->rows[0][0]), launches - 1) << "all but the sampled first launch";
+  }
 };
+
+TEST_F(RealLibraries, BatchedLaunchesKeepTheirKernel) {
+  for (const auto& [lib, program] : std::vector<std::pair<std::string, std::string>>{
+           {"/usr/local/cuda/lib/libcudart.so.13", "real_cudart_calls"},
+           {"/usr/local/cuda/lib/stubs/libcuda.so", "real_cuda_driver_calls"},
+           {"/usr/lib/x86_64-linux-gnu/libamdhip64.so.5", "real_hip_calls"}}) {
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{}, std::vector<std::string>{"--entry-only", "launch"}}) {
+      SCOPED_TRACE(program + (extra.empty() ? "" : " --entry-only launch"));
+      check_batched_kernels(lib, program, extra);
+    }
+  }
+}
 
 TEST_F(RealLibraries, NvidiaCudaRuntime) {
   check_workload("/usr/local/cuda/lib/libcudart.so.13", "real_cudart_calls");

@@ -195,6 +195,27 @@ TEST(Catalog, EveryLaunchHasItsKernelFirstInARegister) {
   EXPECT_GT(launches, 4);
 }
 
+// A batched launch's entry reads no spec: its cookie says it is batched, where its kernel is and
+// whether it has a return probe. The return probe and the records read only the low half.
+TEST(Catalog, CookiesCarryWhatABatchedLaunchEntryNeeds) {
+  for (const ApiInfo& a : api_catalog()) {
+    const bool launch = a.category == Category::Launch;
+    for (bool entry_only : {false, true}) {
+      for (bool batch : {false, true}) {
+        const uint64_t c = make_cookie(a, 7, entry_only, batch);
+        EXPECT_EQ(c & 0xffffffffu, GW_COOKIE(a.id, 7)) << a.name;
+        EXPECT_EQ(GW_COOKIE_API(c), a.id) << a.name;
+        EXPECT_EQ(GW_COOKIE_LIB(c), 7) << a.name;
+        EXPECT_EQ((c & GW_COOKIE_ENTRY_ONLY) != 0, entry_only) << a.name;
+        EXPECT_EQ((c & GW_COOKIE_BATCHED) != 0, launch && batch) << a.name;
+        EXPECT_EQ((c & GW_COOKIE_KERNEL_ARG2) != 0,
+                  launch && batch && a.args[0].from.index == 1)
+            << a.name;
+      }
+    }
+  }
+}
+
 TEST(Catalog, IdsAreUniqueAndSpecsFitTheBpfArray) {
   std::set<uint16_t> ids;
   for (const ApiInfo& a : api_catalog()) {

@@ -59,4 +59,4 @@ static_assert(GW_COOKIE(0x1234, 0x5678) == 0x56781234);
 static_assert(offsetof(gw_launch_batch, n) == 24);
 static_assert(offsetof(gw_launch_batch, items) == 32);
 static_assert(sizeof(gw_launch_batch) == 32 + 32 * GW_LAUNCH_BATCH);
-static_assert(offsetof(gw_config, launch_batch) == 36);
+static_assert(offsetof(gw_config, sample_period_ns) == 40);

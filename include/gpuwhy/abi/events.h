@@ -104,10 +104,15 @@ struct gw_api_call {
 	__s32 stack_id;  /* user stack id in the stacks map, -1 when not captured */
 };
 
-/* The attach cookie of an API probe: api id in the low 16 bits, library id above. */
+/* The attach cookie of an API probe: api id in the low 16 bits, library id above, and above
+ * those what a batched launch's entry needs to know without reading the API's spec (its
+ * hottest path: one launch in 64 or more takes it). */
 #define GW_COOKIE(api, lib) ((((__u64)(lib)) << 16) | (__u64)(api))
 #define GW_COOKIE_API(c) ((__u16)((c)&0xffff))
 #define GW_COOKIE_LIB(c) ((__u16)(((c) >> 16) & 0xffff))
+#define GW_COOKIE_BATCHED (1ull << 32)     /* a launch that is batched unless sampled */
+#define GW_COOKIE_KERNEL_ARG2 (1ull << 33) /* its kernel is the second argument register */
+#define GW_COOKIE_ENTRY_ONLY (1ull << 34)  /* no return probe (gw_api_spec.entry_only) */
 
 /* ---- scheduler ----------------------------------------------------------------------------- */
 
@@ -281,10 +286,7 @@ struct gw_config {
 	/* A thread's launches read their in-memory arguments when (launch count & mask) == 0: 0 reads
 	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
 	__u32 launch_read_mask;
-	/* 1: a launch that does not read its in-memory arguments is kept in the thread's
-	 * gw_launch_batch instead of a record of its own (0 where user space could not collect
-	 * unfinished batches at stop, or every launch reads its memory). */
-	__u32 launch_batch;
+	__u32 pad;             /* (launch batching is a probe's cookie: GW_COOKIE_BATCHED) */
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 };
 

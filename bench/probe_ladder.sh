@@ -18,7 +18,7 @@ AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 RUNGS=(empty storage clock ring regs args args_s batch compact)
 # Entry only, against bpftrace's empty entry program (bt_entry) and gpuwhy --entry-only launch.
-ENTRY_RUNGS=(eempty ecompact ering)
+ENTRY_RUNGS=(eempty eclock ecompact ecpu ering)
 CONFIGS=(none bt_pair "${RUNGS[@]}" gw_sys gw bt_entry "${ENTRY_RUNGS[@]}" gw_entry)
 [ -z "${ONLY:-}" ] || read -r -a CONFIGS <<<"none bt_pair $ONLY"  # e.g. ONLY="regs gw_sys"
 TSV=$GW_BENCH_OUT/probe_ladder.tsv

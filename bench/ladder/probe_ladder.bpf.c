@@ -21,6 +21,9 @@
  *   eempty   nothing
  *   ecompact the entry appends (start, kernel) to a compact batch: one clock read
  *   ering    the entry writes a 120-byte record per call (gpuwhy's entry-only kind, bare)
+ *   eclock   one clock read alone (what ecompact adds besides the lookup and the stores)
+ *   ecpu     ecompact with the batch in a per-CPU array owned by the running thread instead of
+ *            task storage: no storage helper call, the thread id from the current task
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -326,6 +329,44 @@ SEC("uprobe") int e_ecompact(struct pt_regs *ctx)
 
 	if (c)
 		compact_add(&c->compact, now, 0, PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+SEC("uprobe") int e_eclock(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	asm volatile("" ::"r"(now));
+	return 0;
+}
+
+struct cpu_slot {
+	__u32 owner;
+	__u32 pad;
+	struct compact_batch compact;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_slot);
+} ladder_cpu SEC(".maps");
+
+SEC("uprobe") int e_ecpu(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	struct cpu_slot *s = bpf_map_lookup_elem(&ladder_cpu, &zero);
+
+	if (!s)
+		return 0;
+	if (s->owner != task->pid) {
+		s->owner = task->pid;
+		s->compact.n = 0;
+	}
+	compact_add(&s->compact, now, 0, PT_REGS_PARM1(ctx));
 	return 0;
 }
 

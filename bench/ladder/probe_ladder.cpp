@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // probe_ladder LIB SYMBOL RUNG: attaches one rung of probe_ladder.bpf.c (empty, storage, clock,
-// ring, regs, args, args_s, batch, compact; entry only: eempty, ecompact, ering) to SYMBOL in LIB
-// as gpuwhy does (one uprobe_multi link for entry, one for return,
-// at gpuwhy's probe offset), prints "ready", drains the ring until SIGINT/SIGTERM, then prints one
+// ring, regs, args, args_s, batch, compact; entry only: eempty, eclock, ecompact, ecpu, ering) to
+// SYMBOL in LIB as gpuwhy does (one uprobe_multi link for entry, one for return, at gpuwhy's probe
+// offset), prints "ready", drains the ring until SIGINT/SIGTERM, then prints one
 // JSON line {"rung":..,"records":N}. bench/probe_ladder.sh times a call loop under each rung.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
                // Entry only: no return program.
                {"eempty", skel->progs.e_empty, nullptr},
                {"ecompact", skel->progs.e_ecompact, nullptr},
-               {"ering", skel->progs.e_ering, nullptr}};
+               {"ering", skel->progs.e_ering, nullptr},
+               {"eclock", skel->progs.e_eclock, nullptr},
+               {"ecpu", skel->progs.e_ecpu, nullptr}};
   const Pair* pick = nullptr;
   for (const Pair& p : pairs)
     if (rung == p.rung) pick = &p;

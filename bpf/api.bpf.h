@@ -521,4 +521,35 @@ int gw_api_return_multi(struct pt_regs *ctx)
 	return gw_api_return_impl(ctx, true);
 }
 
+/*
+ * The launch batches threads of traced processes still hold when tracing stops (a thread that
+ * kept its CPU without calling another API, exiting or execing since its last launches). User
+ * space runs this task iterator once every probe is detached, so nothing changes the batches any
+ * more: each one is written, its header filled, to the iterator's output. (Reading them through
+ * each thread's pidfd needed PIDFD_THREAD, Linux 6.9; task iterators have been there since 5.8,
+ * so launches are batched on every kernel gpuwhy runs on.)
+ */
+SEC("iter/task")
+int gw_open_launches(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct gw_thread_calls *tc;
+	struct gw_launch_batch *b;
+	__u32 n;
+
+	if (!task || !gw_is_tracked(task->tgid))
+		return 0;
+	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
+	if (!tc || tc->pending.n == 0)
+		return 0;
+	b = &tc->pending;
+	n = b->n > GW_LAUNCH_BATCH ? GW_LAUNCH_BATCH : b->n;
+	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH,
+		       offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item),
+		       b->hdr.ts_ns, task->tgid, task->pid);
+	bpf_seq_write(ctx->meta->seq, b, sizeof(*b));
+	b->n = 0; /* written: a second pass must not repeat it */
+	return 0;
+}
+
 #endif /* GPUWHY_API_BPF_H */

@@ -93,13 +93,6 @@ std::string cpu_clock_text(int r) {
   return std::string("cpu-clock perf event refused: ") + std::strerror(-r);
 }
 
-std::string thread_pidfd_text(int r) {
-  if (r == discover::kNotProbed) return "not probed";
-  if (r == 1) return "thread pidfds open (launches batched)";
-  return std::string("thread pidfds refused (") + std::strerror(-r) +
-         "; Linux < 6.9?): every launch gets a record of its own, ~4% more per launch";
-}
-
 void print_text(const CheckReport& r) {
   const HostFacts& f = r.facts;
   std::printf("System\n");
@@ -109,7 +102,6 @@ void print_text(const CheckReport& r) {
       {"privileges", privileges_text(f)},
       {"ring buffer", ringbuf_text(f.ringbuf)},
       {"cpu sampling", cpu_clock_text(f.cpu_clock)},
-      {"launch batching", thread_pidfd_text(f.thread_pidfd)},
       {"uprobes", f.uprobe_pmu_type >= 0
                       ? "uprobe PMU (type " + std::to_string(f.uprobe_pmu_type) + ")"
                       : "no uprobe PMU"},
@@ -233,10 +225,6 @@ json to_json(const CheckReport& r) {
        {{"probed", f.cpu_clock != discover::kNotProbed},
         {"supported", f.cpu_clock == 1},
         {"detail", cpu_clock_text(f.cpu_clock)}}},
-      {"thread_pidfd",
-       {{"probed", f.thread_pidfd != discover::kNotProbed},
-        {"supported", f.thread_pidfd == 1},
-        {"detail", thread_pidfd_text(f.thread_pidfd)}}},
       {"uprobe_pmu",
        {{"present", f.uprobe_pmu_type >= 0},
         {"type", f.uprobe_pmu_type >= 0 ? json(f.uprobe_pmu_type) : json(nullptr)}}},
@@ -269,7 +257,6 @@ void add_check_command(CLI::App& root, Runner& run) {
       discover::CheckOptions opts;
       opts.probe_ringbuf = [] { return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr); };
       opts.probe_cpu_clock = probes::probe_cpu_clock;
-      opts.probe_thread_pidfd = probes::probe_thread_pidfd;
       const CheckReport report = discover::run_check(opts);
       if (*as_json) {
         std::printf("%s\n",

@@ -340,10 +340,8 @@ int TraceSession::run() {
   cfg.capture_stacks = opt_.stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
   // A launch that reads its memory words has a record of its own; every other launch waits in
-  // its thread's batch (bpf/api.bpf.h), which needs the kernel to let us reach each thread's
-  // batch at stop.
-  cfg.launch_batch = opt_.launch_batching && opt_.launch_read_mask != 0 &&
-                     probes::launch_batching_possible();
+  // its thread's batch (bpf/api.bpf.h).
+  cfg.launch_batch = opt_.launch_batching && opt_.launch_read_mask != 0;
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
@@ -437,11 +435,17 @@ int TraceSession::run() {
   probes_->detach_all();
   spdlog::info("probes detached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                SteadyClock::now() - t_detach).count());
-  const auto open_batches = probes_->open_launch_batches();
+  auto open_batches = probes_->open_launch_batches();
+  if (!open_batches) {
+    // Rare (the iterator is part of the loaded object); the launches are gone, so say so.
+    spdlog::warn("{}: the last launches of threads still running at stop are missing",
+                 open_batches.error().line());
+    open_batches = std::vector<std::vector<uint8_t>>{};
+  }
   reader_stop = true;
   reader_thread.join();
-  for (const auto& b : open_batches) reader_->inject(b.data(), b.size());
-  batches_at_stop_ = open_batches.size();
+  for (const auto& b : *open_batches) reader_->inject(b.data(), b.size());
+  batches_at_stop_ = open_batches->size();
   queue_.close();
   writer_thread.join();
   flush_counts();

@@ -149,8 +149,6 @@ Result<ProcStat> parse_proc_stat(std::string_view text);
 
 Result<ProcessInfo> read_process(uint32_t pid);
 std::vector<uint32_t> list_pids();
-// The thread ids of process `pid` (/proc/PID/task), sorted; none when it is gone.
-std::vector<uint32_t> list_threads(uint32_t pid);
 
 // A GPU library mapping that could not be used, and why.
 struct SkippedLibrary {

@@ -161,7 +161,6 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
   // privileged, so that an unprivileged run does not blame the kernel.
   if (opts.probe_ringbuf && f.privileged()) f.ringbuf = opts.probe_ringbuf();
   if (opts.probe_cpu_clock && f.privileged()) f.cpu_clock = opts.probe_cpu_clock();
-  if (opts.probe_thread_pidfd) f.thread_pidfd = opts.probe_thread_pidfd();
   rlimit rl{};
   if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
     f.memlock_cur = rl.rlim_cur;
@@ -234,13 +233,6 @@ std::vector<Finding> evaluate(const HostFacts& f) {
             "): trace runs without CPU samples, so a syscall's time on the CPU is seen only "
             "with 'trace --with syscalls'; allow perf_event_open (kernel.perf_event_paranoid, "
             "seccomp) for gpuwhy");
-  }
-
-  if (f.thread_pidfd != kNotProbed && f.thread_pidfd != 1) {
-    add(Severity::Warning, "launch_batching",
-        std::string("cannot open a pidfd of a thread (") + std::strerror(-f.thread_pidfd) +
-            "; Linux 6.9 can): trace gives every kernel launch a record of its own instead of "
-            "batching them, ~4% more per launch");
   }
 
   if (f.uprobe_pmu_type < 0) {

@@ -62,8 +62,6 @@ struct HostFacts {
   bool tracefs_uprobe_events = false;
   int ringbuf = kNotProbed;  // 1 supported, 0 map creation failed, < 0 -errno
   int cpu_clock = kNotProbed;  // a cpu-clock perf event (trace's CPU samples): 1 opens, < 0 -errno
-  // A pidfd of a thread (PIDFD_THREAD, Linux 6.9), which launch batching needs: 1, < 0 -errno.
-  int thread_pidfd = kNotProbed;
   int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
   uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
   uint64_t memlock_max = 0;
@@ -102,8 +100,6 @@ struct CheckOptions {
   std::function<int()> probe_ringbuf;
   // Opens (and closes) a cpu-clock perf event on CPU 0: 1, or -errno. Unset: not probed.
   std::function<int()> probe_cpu_clock;
-  // Opens (and closes) a pidfd of the calling thread: 1, or -errno. Unset: not probed.
-  std::function<int()> probe_thread_pidfd;
   bool scan_host = true;       // look for installed libraries
   bool scan_processes = true;  // look into every running process's maps
 };

@@ -164,12 +164,9 @@ Result<ProcessInfo> read_process(uint32_t pid) {
   return info;
 }
 
-namespace {
-
-// The numeric entries of a /proc directory (process or thread ids), sorted; none when it is gone.
-std::vector<uint32_t> numeric_entries(const std::string& path) {
+std::vector<uint32_t> list_pids() {
   std::vector<uint32_t> ids;
-  DIR* dir = ::opendir(path.c_str());
+  DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return ids;
   while (const dirent* ent = ::readdir(dir)) {
     uint32_t id = 0;
@@ -179,12 +176,6 @@ std::vector<uint32_t> numeric_entries(const std::string& path) {
   std::sort(ids.begin(), ids.end());
   return ids;
 }
-
-}  // namespace
-
-std::vector<uint32_t> list_pids() { return numeric_entries("/proc"); }
-
-std::vector<uint32_t> list_threads(uint32_t pid) { return numeric_entries(proc_path(pid, "task")); }
 
 Result<std::vector<LibraryFile>> gpu_libraries_of(uint32_t pid,
                                                   std::vector<SkippedLibrary>* skipped) {

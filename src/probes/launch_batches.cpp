@@ -2,41 +2,20 @@
 // The launch batches left in task storage at stop (bpf/api.bpf.h, events.h gw_launch_batch): a
 // thread that keeps running without calling another API, leaving the CPU or exiting has written
 // nothing of its last launches yet. Once every probe is detached, nothing changes the batches, so
-// user space reads each traced thread's through its pidfd (the task-storage map's key from user
-// space) and hands them to the reader as if they had come through the ring.
+// a task iterator (gw_open_launches) writes each traced thread's open batch, and they go to the
+// reader as if they had come through the ring.
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "discover/discover.hpp"
 #include "gpuwhy/abi/abi.hpp"
 #include "gpuwhy_bpf.skel.h"
 #include "probes/probes.hpp"
 
 namespace gpuwhy::probes {
-namespace {
-
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL  // Linux 6.9: the pidfd names the thread, not its process
-#endif
-
-int pidfd_of_thread(pid_t tid) {
-  return static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
-}
-
-}  // namespace
-
-int probe_thread_pidfd() {
-  const int fd = pidfd_of_thread(static_cast<pid_t>(syscall(SYS_gettid)));
-  if (fd < 0) return -errno;
-  close(fd);
-  return 1;
-}
 
 int Probes::thread_calls_map_fd() const { return bpf_map__fd(skel_->maps.gw_thread_calls); }
 
@@ -44,34 +23,39 @@ size_t Probes::thread_calls_value_size() const {
   return bpf_map__value_size(skel_->maps.gw_thread_calls);
 }
 
-std::vector<std::vector<uint8_t>> Probes::open_launch_batches() const {
+Result<std::vector<std::vector<uint8_t>>> Probes::open_launch_batches() const {
+  bpf_link* link = bpf_program__attach_iter(skel_->progs.gw_open_launches, nullptr);
+  constexpr const char* kStart = "cannot start the task iterator that reads open launch batches";
+  if (!link) return errno_error(kStart, errno);
+  const int fd = bpf_iter_create(bpf_link__fd(link));
+  if (fd < 0) {
+    const int e = errno;
+    bpf_link__destroy(link);
+    return errno_error(kStart, e);
+  }
+  // The iterator writes whole gw_launch_batch structs, one per thread that holds launches.
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> chunk(64 * sizeof(gw_launch_batch));
+  int err = 0;
+  for (;;) {
+    const ssize_t n = read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
+  }
+  close(fd);
+  bpf_link__destroy(link);
+  if (err) return errno_error("reading the launch batches open at stop failed", err);
+
   std::vector<std::vector<uint8_t>> out;
-  bpf_map* calls = skel_->maps.gw_thread_calls;
-  std::vector<uint8_t> value(bpf_map__value_size(calls));
-  if (value.size() < sizeof(gw_launch_batch)) return out;
-  uint32_t key = 0, next = 0;
-  const uint32_t* prev = nullptr;
-  while (bpf_map__get_next_key(skel_->maps.gw_tracked, prev, &next, sizeof(next)) == 0) {
-    key = next;
-    prev = &key;
-    for (uint32_t tid : discover::list_threads(key)) {
-      const int fd = pidfd_of_thread(static_cast<pid_t>(tid));
-      if (fd < 0) continue;  // exited since: its exit wrote the batch
-      const int rc = bpf_map__lookup_elem(calls, &fd, sizeof(fd), value.data(), value.size(), 0);
-      close(fd);
-      gw_launch_batch b;
-      std::memcpy(&b, value.data(), sizeof(b));
-      if (rc != 0 || b.n == 0 || b.n > GW_LAUNCH_BATCH) continue;
-      b.hdr.kind = GW_EV_LAUNCH_BATCH;
-      b.hdr.size = static_cast<uint16_t>(offsetof(gw_launch_batch, items) +
-                                         b.n * sizeof(gw_launch_item));
-      b.hdr.pid = key;
-      b.hdr.tid = tid;
-      b.hdr.cpu = 0;
-      b.hdr.flags = 0;
-      const auto* bytes = reinterpret_cast<const uint8_t*>(&b);
-      out.emplace_back(bytes, bytes + b.hdr.size);
-    }
+  for (size_t off = 0; off + sizeof(gw_launch_batch) <= bytes.size();
+       off += sizeof(gw_launch_batch)) {
+    gw_launch_batch b;
+    std::memcpy(&b, bytes.data() + off, sizeof(b));
+    if (b.n == 0 || b.n > GW_LAUNCH_BATCH || b.hdr.size > sizeof(b)) continue;
+    const auto* p = bytes.data() + off;
+    out.emplace_back(p, p + b.hdr.size);
   }
   return out;
 }

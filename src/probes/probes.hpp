@@ -40,8 +40,8 @@ struct ProbeConfig {
   bool filter_pids = false;           // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
   uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
-  // Launches that read no memory go to the thread's batch (their probes' GW_COOKIE_BATCHED).
-  // Needs a kernel whose pidfds name threads (open_launch_batches); launch_batching_possible().
+  // Launches that read no memory go to the thread's batch (their probes' GW_COOKIE_BATCHED);
+  // what threads still hold at stop is read by open_launch_batches().
   bool launch_batch = false;
   uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
@@ -88,11 +88,12 @@ class Probes {
 
   // After detach_all: the launches the threads of traced processes still hold in their batches
   // (a thread that neither called another API, left the CPU nor exited since), each batch as a
-  // GW_EV_LAUNCH_BATCH record, read from the task-storage map through the thread's pidfd.
-  std::vector<std::vector<uint8_t>> open_launch_batches() const;
-  // The per-thread task-storage map those batches live in (key: a thread's pidfd; value:
-  // thread_calls_value_size() bytes starting with its gw_launch_batch), for tests that place a
-  // batch where a thread that kept its CPU would have left it.
+  // GW_EV_LAUNCH_BATCH record, written by a task iterator (gw_open_launches). An error means those
+  // launches are lost; the caller says so.
+  Result<std::vector<std::vector<uint8_t>>> open_launch_batches() const;
+  // The per-thread task-storage map those batches live in (value: thread_calls_value_size() bytes
+  // starting with its gw_launch_batch), for tests that place a batch where a thread that kept its
+  // CPU would have left it.
   int thread_calls_map_fd() const;
   size_t thread_calls_value_size() const;
 
@@ -140,11 +141,5 @@ class Probes {
 
 // Can this process load BPF at all? Used by check and by trace before doing any work.
 Status preflight();
-
-// A pidfd of the calling thread (PIDFD_THREAD, Linux 6.9), opened and closed: 1, or -errno.
-int probe_thread_pidfd();
-// Whether open_launch_batches() can reach every thread (probe_thread_pidfd). Without it launches
-// are not batched, so none can be left behind at stop.
-inline bool launch_batching_possible() { return probe_thread_pidfd() == 1; }
 
 }  // namespace gpuwhy::probes

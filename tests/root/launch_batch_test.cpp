@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The launches a thread still holds in its batch when tracing stops (bpf/api.bpf.h): the agent
-// reads them from the thread's task storage through its pidfd, after the probes are gone.
+// reads them from the thread's task storage with a task iterator, after the probes are gone.
 //
 // A thread that really launched is nearly always switched out (which writes its batch) before an
 // agent on a 2-CPU machine finishes stopping, so the end-to-end tests seldom reach this path; here
-// the batch is placed in a sleeping child's task storage from user space, through the same map and
-// key the agent reads, once the probes are detached (so that no switch-out or exec of the child
+// the batch is placed in a sleeping child's task storage from user space (through the map, keyed
+// by the thread's pidfd) once the probes are detached (so that no switch-out or exec of the child
 // writes it first), and Probes::open_launch_batches must hand it back as the record the ring would
-// have carried.
+// have carried, once.
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -30,6 +30,14 @@ namespace {
 #define PIDFD_THREAD O_EXCL
 #endif
 
+// Whether this test can key the task-storage map from user space (PIDFD_THREAD, Linux 6.9).
+bool can_place_batches() {
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, syscall(SYS_gettid), PIDFD_THREAD));
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
 // Places `b` as the open batch of thread `tid`'s task storage.
 void place_batch(const probes::Probes& p, pid_t tid, const gw_launch_batch& b) {
   std::vector<uint8_t> value(p.thread_calls_value_size(), 0);
@@ -44,7 +52,8 @@ void place_batch(const probes::Probes& p, pid_t tid, const gw_launch_batch& b) {
 
 TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  if (!probes::launch_batching_possible()) GTEST_SKIP() << "this kernel has no thread pidfds";
+  if (!can_place_batches())
+    GTEST_SKIP() << "placing a batch needs thread pidfds (Linux 6.9); the agent does not";
   probes::ProbeConfig cfg;
   cfg.launch_batch = true;
   cfg.launch_read_mask = 63;
@@ -70,11 +79,12 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   place_batch(**p, empty.pid(), none);  // a thread with storage and no launches left
   place_batch(**p, untraced.pid(), b);  // not a traced process: never looked at
 
-  const auto records = (*p)->open_launch_batches();
-  ASSERT_EQ(records.size(), 1u);
+  auto records = (*p)->open_launch_batches();
+  ASSERT_TRUE(records) << records.error().line();
+  ASSERT_EQ(records->size(), 1u);
   std::vector<Event> calls;
   const ClockConverter clock(1'000'000'000);
-  ASSERT_EQ(reader::decode_launch_batch(records[0].data(), records[0].size(), clock, calls),
+  ASSERT_EQ(reader::decode_launch_batch((*records)[0].data(), (*records)[0].size(), clock, calls),
             reader::DecodeStatus::Ok);
   ASSERT_EQ(calls.size(), 3u);
   for (uint32_t i = 0; i < 3; ++i) {
@@ -89,6 +99,10 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
     EXPECT_EQ(c->f.addr, 0x7000u + i);
     EXPECT_EQ(c->flags, GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT);
   }
+  // Written once: a second read finds the batch empty.
+  auto again = (*p)->open_launch_batches();
+  ASSERT_TRUE(again) << again.error().line();
+  EXPECT_TRUE(again->empty());
   for (Child* c : {&holder, &empty, &untraced}) c->stop(9);
 }
 

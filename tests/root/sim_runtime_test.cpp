@@ -219,7 +219,7 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
   }
 }
 
-// --no-launch-batching (what a kernel without thread pidfds gets too): every launch has a record
+// --no-launch-batching: every launch has a record
 // of its own, so the ones whose stream was not read keep the grid and block from their registers.
 TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {
   const int calls = 640;

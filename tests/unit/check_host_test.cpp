@@ -173,16 +173,6 @@ TEST(CheckVerdict, CpuSamplingIsReportedAndItsAbsenceIsAWarning) {
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "cpu_samples", "--with syscalls"));
 }
 
-// Launch batching needs thread pidfds: without them trace still works, each launch costs more.
-TEST(CheckVerdict, NoThreadPidfdsIsAWarningAboutLaunchCost) {
-  HostFacts f = good_host();
-  f.thread_pidfd = 1;
-  EXPECT_FALSE(has(evaluate(f), Severity::Warning, "launch_batching", ""));
-  f.thread_pidfd = -EINVAL;
-  EXPECT_TRUE(problems(f).empty());
-  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "launch_batching", "Linux 6.9"));
-}
-
 TEST(CheckVerdict, DlopenHintIsReportedAndItsAbsenceIsAWarning) {
   HostFacts f = good_host();
   f.dlopen_library = "/usr/lib/x86_64-linux-gnu/libc.so.6";

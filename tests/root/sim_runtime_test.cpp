@@ -219,8 +219,8 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
   }
 }
 
-// --no-launch-batching: every launch has a record
-// of its own, so the ones whose stream was not read keep the grid and block from their registers.
+// --no-launch-batching: every launch has a record of its own, so the ones whose stream was not
+// read keep the grid and block from their registers.
 TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {
   const int calls = 640;
   auto f = trace_launch_storm(dir, {"--no-launch-batching"}, calls);

@@ -14,7 +14,7 @@ REPO=$(cd "$BENCH_DIR/.." && pwd)
 GW_BUILD=${GW_BUILD:-$REPO/build-bench}
 GW_BENCH_OUT=${GW_BENCH_OUT:-/tmp/gw-bench}
 RUNS=${RUNS:-5}
-GPUWHY=$GW_BUILD/gpuwhy
+GPUWHY=${GPUWHY:-$GW_BUILD/gpuwhy}  # another binary (the static build on a GPU machine) with GPUWHY=
 SIM_CUDART=$GW_BUILD/tests/sim/libcudart.so.13
 LAUNCH_STORM=$GW_BUILD/tests/workloads/launch_storm
 NULL_CUDART=$GW_BUILD/bench/nullrt/libcudart.so.13

@@ -547,8 +547,10 @@ int gw_open_launches(struct bpf_iter__task *ctx)
 	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH,
 		       offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item),
 		       b->hdr.ts_ns, task->tgid, task->pid);
-	bpf_seq_write(ctx->meta->seq, b, sizeof(*b));
-	b->n = 0; /* written: a second pass must not repeat it */
+	/* Cleared only once written: when the output buffer is full, the iterator runs this task
+	 * again after user space has read what is there. */
+	if (bpf_seq_write(ctx->meta->seq, b, sizeof(*b)) == 0)
+		b->n = 0;
 	return 0;
 }
 

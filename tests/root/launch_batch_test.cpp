@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <variant>
 #include <vector>
 
@@ -104,6 +106,55 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   ASSERT_TRUE(again) << again.error().line();
   EXPECT_TRUE(again->empty());
   for (Child* c : {&holder, &empty, &untraced}) c->stop(9);
+}
+
+// More open batches than the iterator's output buffer holds (32 KiB: ~31 batches): the iterator
+// stops at the full buffer and runs the task that did not fit again on the next read, so every
+// batch must come back exactly once.
+TEST(LaunchBatches, MoreOpenBatchesThanTheIteratorBufferHoldsAllComeBackOnce) {
+  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!can_place_batches())
+    GTEST_SKIP() << "placing a batch needs thread pidfds (Linux 6.9); the agent does not";
+  probes::ProbeConfig cfg;
+  cfg.launch_batch = true;
+  cfg.launch_read_mask = 63;
+  auto p = probes::Probes::load(cfg);
+  ASSERT_TRUE(p) << p.error().line();
+  TempDir dir;
+  constexpr int kThreads = 80;
+  std::vector<std::unique_ptr<Child>> children;
+  for (int i = 0; i < kThreads; ++i) {
+    children.push_back(std::make_unique<Child>(std::vector<std::string>{"/bin/sleep", "30"},
+                                               dir.path));
+    ASSERT_TRUE((*p)->track_pid(children.back()->pid()));
+  }
+  (*p)->detach_all();
+  std::map<uint32_t, uint32_t> launches_of;  // tid -> launches placed
+  for (int i = 0; i < kThreads; ++i) {
+    gw_launch_batch b{};
+    b.hdr.ts_ns = 1'000 + i;
+    b.n = 1 + i % GW_LAUNCH_BATCH;
+    for (uint32_t k = 0; k < b.n; ++k) b.items[k] = {0x9000 + k, 0, 1, 1, 1, 0, 0, -1, 0};
+    place_batch(**p, children[i]->pid(), b);
+    launches_of[children[i]->pid()] = b.n;
+  }
+
+  auto records = (*p)->open_launch_batches();
+  ASSERT_TRUE(records) << records.error().line();
+  EXPECT_EQ(records->size(), static_cast<size_t>(kThreads));
+  std::map<uint32_t, uint32_t> seen;
+  const ClockConverter clock(0);
+  for (const auto& r : *records) {
+    std::vector<Event> calls;
+    ASSERT_EQ(reader::decode_launch_batch(r.data(), r.size(), clock, calls),
+              reader::DecodeStatus::Ok);
+    ASSERT_FALSE(calls.empty());
+    const auto* c = std::get_if<ApiCall>(&calls[0]);
+    ASSERT_TRUE(c);
+    seen[c->tid] += static_cast<uint32_t>(calls.size());
+  }
+  EXPECT_EQ(seen, launches_of);
+  for (auto& c : children) c->stop(9);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct TraceFlags {
   bool stacks = false;
   uint32_t launch_arg_sampling = 64;
   bool no_launch_batching = false;
+  bool no_uprobe_multi = false;
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
@@ -55,6 +56,9 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_flag("--no-launch-batching", flags->no_launch_batching,
                 "Give every kernel launch a record of its own, keeping the grid and block of "
                 "launches whose in-memory arguments are not read (each launch costs ~4% more)");
+  cmd->add_flag("--no-uprobe-multi", flags->no_uprobe_multi,
+                "Attach one uprobe per function, as on kernels before 6.6, instead of one "
+                "uprobe_multi link per library (troubleshooting; stopping takes longer)");
   std::vector<std::string> categories;
   for (Category c : all_categories()) categories.emplace_back(category_name(c));
   cmd->add_option("--entry-only", flags->entry_only,
@@ -108,6 +112,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
                     "reads every launch)", 2);
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
       opt.launch_batching = !flags->no_launch_batching;
+      opt.uprobe_multi = !flags->no_uprobe_multi;
       for (const std::string& name : flags->entry_only)  // names checked by the option
         opt.entry_only_categories |= category_bit(*category_of_name(name));
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);

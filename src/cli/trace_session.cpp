@@ -343,6 +343,7 @@ int TraceSession::run() {
   // its thread's batch (bpf/api.bpf.h).
   cfg.launch_batch = opt_.launch_batching && opt_.launch_read_mask != 0;
   cfg.entry_only_categories = opt_.entry_only_categories;
+  cfg.uprobe_multi = opt_.uprobe_multi;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
@@ -366,6 +367,15 @@ int TraceSession::run() {
         !s)
       return fail(s.error().line());
   }
+  // How the API probes were attached: an offline reader of the file may want to know.
+  if (Status s = rec_->writer().set_probe_family(
+          "api_uprobes", "on",
+          probes_->uses_uprobe_multi()
+              ? "uprobe_multi: one link per library"
+              : "single uprobes: one per function (kernel without uprobe_multi, or trace "
+                "--no-uprobe-multi)");
+      !s)
+    return fail(s.error().line());
   // Entry-only categories are stored as families of missing evidence too ("returns:launch"):
   // an offline explain must know their calls have no durations.
   for (Category c : all_categories()) {

@@ -92,7 +92,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384 : 1);
 
   // Load one pair of API programs: the uprobe_multi pair where the kernel has it.
-  p->multi_ = kernel_has_uprobe_multi();
+  p->multi_ = cfg.uprobe_multi && kernel_has_uprobe_multi();
   p->entry_only_ = cfg.entry_only_categories;
   p->launch_batch_ = cfg.launch_batch;
   auto* pr = &p->skel_->progs;

@@ -44,6 +44,7 @@ struct ProbeConfig {
   // what threads still hold at stop is read by open_launch_batches().
   bool launch_batch = false;
   uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
+  bool uprobe_multi = true;  // false: one uprobe per function even where uprobe_multi exists
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;

@@ -219,6 +219,38 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
   }
 }
 
+// Kernels before 6.6 have no uprobe_multi: the agent attaches one uprobe per function, whose
+// programs take their attach cookie from the helper instead of the run context.
+// --no-uprobe-multi takes that path here: every launch is recorded, batched or not, with its
+// kernel, entry+return and entry-only alike, and the file says how the probes were attached.
+TEST_F(SimRuntime, SingleUprobesRecordWhatUprobeMultiDoes) {
+  const int calls = 640;
+  for (const bool entry_only : {false, true}) {
+    SCOPED_TRACE(entry_only ? "--entry-only launch" : "entry+return");
+    TempDir run_dir;
+    std::vector<std::string> flags{"--no-uprobe-multi"};
+    if (entry_only) flags.insert(flags.end(), {"--entry-only", "launch"});
+    auto f = trace_launch_storm(run_dir, flags, calls);
+    ASSERT_TRUE(f);
+    const std::string launches = kLaunches;
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), calls - calls / 64);
+    EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + launches), 1) << "one kernel";
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND addr IS NULL"), 0);
+    EXPECT_GT(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                         "a.name = 'cudaStreamSynchronize'"),
+              0);
+    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                         "a.name = 'cudaStreamSynchronize'"),
+              scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                         "a.name = 'cudaStreamSynchronize' AND dur > 0"))
+        << "calls that are not launches keep their return probe";
+    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
+                         "detail LIKE 'single uprobes%'"),
+              1);
+  }
+}
+
 // --no-launch-batching: every launch has a record of its own, so the ones whose stream was not
 // read keep the grid and block from their registers.
 TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {

@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "discover/host_check.hpp"
 #include "probes/probes.hpp"
+#include "probes/uprobe_multi.hpp"
 
 namespace gpuwhy::cli {
 namespace {
@@ -87,6 +88,12 @@ std::string ringbuf_text(int r) {
   return std::string("probe failed: ") + std::strerror(-r);
 }
 
+std::string uprobe_multi_text(int r) {
+  if (r == discover::kNotProbed) return "not probed";
+  return r == 1 ? "uprobe_multi links (one per library)"
+                : "one uprobe per function (no uprobe_multi: Linux < 6.6)";
+}
+
 std::string cpu_clock_text(int r) {
   if (r == discover::kNotProbed) return "not probed (needs privileges)";
   if (r == 1) return "cpu-clock perf events open (CPU samples)";
@@ -102,6 +109,7 @@ void print_text(const CheckReport& r) {
       {"privileges", privileges_text(f)},
       {"ring buffer", ringbuf_text(f.ringbuf)},
       {"cpu sampling", cpu_clock_text(f.cpu_clock)},
+      {"uprobe attach", uprobe_multi_text(f.uprobe_multi)},
       {"uprobes", f.uprobe_pmu_type >= 0
                       ? "uprobe PMU (type " + std::to_string(f.uprobe_pmu_type) + ")"
                       : "no uprobe PMU"},
@@ -221,6 +229,10 @@ json to_json(const CheckReport& r) {
        {{"probed", f.ringbuf != discover::kNotProbed},
         {"supported", f.ringbuf == 1},
         {"detail", ringbuf_text(f.ringbuf)}}},
+      {"uprobe_multi",
+       {{"probed", f.uprobe_multi != discover::kNotProbed},
+        {"supported", f.uprobe_multi == 1},
+        {"detail", uprobe_multi_text(f.uprobe_multi)}}},
       {"cpu_clock",
        {{"probed", f.cpu_clock != discover::kNotProbed},
         {"supported", f.cpu_clock == 1},
@@ -257,6 +269,7 @@ void add_check_command(CLI::App& root, Runner& run) {
       discover::CheckOptions opts;
       opts.probe_ringbuf = [] { return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr); };
       opts.probe_cpu_clock = probes::probe_cpu_clock;
+      opts.probe_uprobe_multi = probes::kernel_has_uprobe_multi;
       const CheckReport report = discover::run_check(opts);
       if (*as_json) {
         std::printf("%s\n",

@@ -161,6 +161,7 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
   // privileged, so that an unprivileged run does not blame the kernel.
   if (opts.probe_ringbuf && f.privileged()) f.ringbuf = opts.probe_ringbuf();
   if (opts.probe_cpu_clock && f.privileged()) f.cpu_clock = opts.probe_cpu_clock();
+  if (opts.probe_uprobe_multi) f.uprobe_multi = opts.probe_uprobe_multi() ? 1 : 0;
   rlimit rl{};
   if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
     f.memlock_cur = rl.rlim_cur;
@@ -233,6 +234,17 @@ std::vector<Finding> evaluate(const HostFacts& f) {
             "): trace runs without CPU samples, so a syscall's time on the CPU is seen only "
             "with 'trace --with syscalls'; allow perf_event_open (kernel.perf_event_paranoid, "
             "seccomp) for gpuwhy");
+  }
+
+  if (f.uprobe_multi == 1) {
+    add(Severity::Info, "uprobe_multi",
+        "uprobe_multi links: trace attaches each library's probes with one link and removes "
+        "them at once when it stops");
+  } else if (f.uprobe_multi == 0) {
+    add(Severity::Warning, "uprobe_multi",
+        "no uprobe_multi links (Linux 6.6 has them): trace attaches one uprobe per function "
+        "and stopping waits ~0.1 s per probed function (tens of seconds with every GPU "
+        "runtime probed); tracing itself is unaffected");
   }
 
   if (f.uprobe_pmu_type < 0) {

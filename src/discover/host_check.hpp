@@ -62,6 +62,7 @@ struct HostFacts {
   bool tracefs_uprobe_events = false;
   int ringbuf = kNotProbed;  // 1 supported, 0 map creation failed, < 0 -errno
   int cpu_clock = kNotProbed;  // a cpu-clock perf event (trace's CPU samples): 1 opens, < 0 -errno
+  int uprobe_multi = kNotProbed;  // the kernel has uprobe_multi links (Linux 6.6): 1, or 0
   int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
   uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
   uint64_t memlock_max = 0;
@@ -100,6 +101,8 @@ struct CheckOptions {
   std::function<int()> probe_ringbuf;
   // Opens (and closes) a cpu-clock perf event on CPU 0: 1, or -errno. Unset: not probed.
   std::function<int()> probe_cpu_clock;
+  // Whether the kernel has uprobe_multi links (from its BTF). Unset: not probed.
+  std::function<bool()> probe_uprobe_multi;
   bool scan_host = true;       // look for installed libraries
   bool scan_processes = true;  // look into every running process's maps
 };

@@ -162,6 +162,17 @@ TEST(CheckVerdict, NoLibrariesIsOnlyAWarning) {
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "libraries", "wait for GPU processes"));
 }
 
+// Without uprobe_multi links tracing works one uprobe per function; only stopping is slower.
+TEST(CheckVerdict, UprobeMultiIsReportedAndItsAbsenceIsAWarningAboutStopping) {
+  HostFacts f = good_host();
+  EXPECT_FALSE(has(evaluate(f), Severity::Info, "uprobe_multi", ""));
+  f.uprobe_multi = 1;
+  EXPECT_TRUE(has(evaluate(f), Severity::Info, "uprobe_multi", "one link"));
+  f.uprobe_multi = 0;
+  EXPECT_TRUE(problems(f).empty());
+  EXPECT_TRUE(has(evaluate(f), Severity::Warning, "uprobe_multi", "stopping"));
+}
+
 // CPU samples are an option of tracing, not a condition: a refused cpu-clock event warns.
 TEST(CheckVerdict, CpuSamplingIsReportedAndItsAbsenceIsAWarning) {
   HostFacts f = good_host();

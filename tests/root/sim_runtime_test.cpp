@@ -153,8 +153,12 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   EXPECT_EQ(scalar(*f, std::string("SELECT count(*) FROM probe_families WHERE family = 'syscalls' "
                                    "AND state = '") + (syscalls ? "on" : "off") + "'"),
             1);
-  // sched, proc, block_io, tcp, reclaim, cpu_samples; syscalls when asked for.
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 7 : 6);
+  // sched, proc, block_io, tcp, reclaim, cpu_samples and how the API probes were attached
+  // (api_uprobes); syscalls when asked for.
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 8 : 7);
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
+                       "detail LIKE 'uprobe_multi%'"),
+            1);
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
   EXPECT_EQ(ex.out.find("syscalls are seen where a thread slept in them") != std::string::npos,

@@ -32,40 +32,47 @@ namespace {
 #define PIDFD_THREAD O_EXCL
 #endif
 
-// Whether this test can key the task-storage map from user space (PIDFD_THREAD, Linux 6.9).
-bool can_place_batches() {
-  const int fd = static_cast<int>(syscall(SYS_pidfd_open, syscall(SYS_gettid), PIDFD_THREAD));
-  if (fd < 0) return false;
-  close(fd);
-  return true;
-}
+// A pidfd naming thread `tid` (PIDFD_THREAD, Linux 6.9): the task-storage map's key from user
+// space. -1 with errno set when the kernel has none.
+int thread_pidfd(pid_t tid) { return static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD)); }
 
 // Places `b` as the open batch of thread `tid`'s task storage.
 void place_batch(const probes::Probes& p, pid_t tid, const gw_launch_batch& b) {
   std::vector<uint8_t> value(p.thread_calls_value_size(), 0);
   ASSERT_GE(value.size(), sizeof(b));
   std::memcpy(value.data(), &b, sizeof(b));
-  const int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, PIDFD_THREAD));
+  const int fd = thread_pidfd(tid);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   EXPECT_EQ(bpf_map_update_elem(p.thread_calls_map_fd(), &fd, value.data(), BPF_NOEXIST), 0)
       << std::strerror(errno);
   close(fd);
 }
 
-TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
-  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  if (!can_place_batches())
-    GTEST_SKIP() << "placing a batch needs thread pidfds (Linux 6.9); the agent does not";
-  probes::ProbeConfig cfg;
-  cfg.launch_batch = true;
-  cfg.launch_read_mask = 63;
-  auto p = probes::Probes::load(cfg);
-  ASSERT_TRUE(p) << p.error().line();
+// The probes loaded with launch batching on, for tests that place batches (skipped where this
+// kernel cannot key the map from user space).
+class LaunchBatches : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+    const int fd = thread_pidfd(static_cast<pid_t>(syscall(SYS_gettid)));
+    if (fd < 0) GTEST_SKIP() << "placing a batch needs thread pidfds (Linux 6.9); the agent does not";
+    close(fd);
+    probes::ProbeConfig cfg;
+    cfg.launch_batch = true;
+    cfg.launch_read_mask = 63;
+    auto loaded = probes::Probes::load(cfg);
+    ASSERT_TRUE(loaded) << loaded.error().line();
+    p = std::move(loaded.value());
+  }
+  std::unique_ptr<probes::Probes> p;
   TempDir dir;
+};
+
+TEST_F(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   Child holder({"/bin/sleep", "30"}, dir.path), empty({"/bin/sleep", "30"}, dir.path),
       untraced({"/bin/sleep", "30"}, dir.path);
-  ASSERT_TRUE((*p)->track_pid(holder.pid()));
-  ASSERT_TRUE((*p)->track_pid(empty.pid()));
+  ASSERT_TRUE(p->track_pid(holder.pid()));
+  ASSERT_TRUE(p->track_pid(empty.pid()));
 
   // Three launches, the second an outer launch that began before the batch's first.
   gw_launch_batch b{};
@@ -74,14 +81,14 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
   const int32_t starts[] = {0, -700, 1'200};
   for (uint32_t i = 0; i < b.n; ++i)
     b.items[i] = {0x7000 + i, starts[i], 40 + i, static_cast<uint16_t>(1 + i % 2), 9, 0, 0, -1, 0};
-  (*p)->detach_all();
-  place_batch(**p, holder.pid(), b);
+  p->detach_all();
+  place_batch(*p, holder.pid(), b);
   gw_launch_batch none{};
   none.hdr.ts_ns = 1;
-  place_batch(**p, empty.pid(), none);  // a thread with storage and no launches left
-  place_batch(**p, untraced.pid(), b);  // not a traced process: never looked at
+  place_batch(*p, empty.pid(), none);  // a thread with storage and no launches left
+  place_batch(*p, untraced.pid(), b);  // not a traced process: never looked at
 
-  auto records = (*p)->open_launch_batches();
+  auto records = p->open_launch_batches();
   ASSERT_TRUE(records) << records.error().line();
   ASSERT_EQ(records->size(), 1u);
   std::vector<Event> calls;
@@ -102,7 +109,7 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
     EXPECT_EQ(c->flags, GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT);
   }
   // Written once: a second read finds the batch empty.
-  auto again = (*p)->open_launch_batches();
+  auto again = p->open_launch_batches();
   ASSERT_TRUE(again) << again.error().line();
   EXPECT_TRUE(again->empty());
   for (Child* c : {&holder, &empty, &untraced}) c->stop(9);
@@ -111,35 +118,26 @@ TEST(LaunchBatches, AnOpenBatchIsReadFromItsThreadAtStop) {
 // More open batches than the iterator's output buffer holds (32 KiB: ~31 batches): the iterator
 // stops at the full buffer and runs the task that did not fit again on the next read, so every
 // batch must come back exactly once.
-TEST(LaunchBatches, MoreOpenBatchesThanTheIteratorBufferHoldsAllComeBackOnce) {
-  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
-  if (!can_place_batches())
-    GTEST_SKIP() << "placing a batch needs thread pidfds (Linux 6.9); the agent does not";
-  probes::ProbeConfig cfg;
-  cfg.launch_batch = true;
-  cfg.launch_read_mask = 63;
-  auto p = probes::Probes::load(cfg);
-  ASSERT_TRUE(p) << p.error().line();
-  TempDir dir;
+TEST_F(LaunchBatches, MoreOpenBatchesThanTheIteratorBufferHoldsAllComeBackOnce) {
   constexpr int kThreads = 80;
   std::vector<std::unique_ptr<Child>> children;
   for (int i = 0; i < kThreads; ++i) {
     children.push_back(std::make_unique<Child>(std::vector<std::string>{"/bin/sleep", "30"},
                                                dir.path));
-    ASSERT_TRUE((*p)->track_pid(children.back()->pid()));
+    ASSERT_TRUE(p->track_pid(children.back()->pid()));
   }
-  (*p)->detach_all();
+  p->detach_all();
   std::map<uint32_t, uint32_t> launches_of;  // tid -> launches placed
   for (int i = 0; i < kThreads; ++i) {
     gw_launch_batch b{};
     b.hdr.ts_ns = 1'000 + i;
     b.n = 1 + i % GW_LAUNCH_BATCH;
     for (uint32_t k = 0; k < b.n; ++k) b.items[k] = {0x9000 + k, 0, 1, 1, 1, 0, 0, -1, 0};
-    place_batch(**p, children[i]->pid(), b);
+    place_batch(*p, children[i]->pid(), b);
     launches_of[children[i]->pid()] = b.n;
   }
 
-  auto records = (*p)->open_launch_batches();
+  auto records = p->open_launch_batches();
   ASSERT_TRUE(records) << records.error().line();
   EXPECT_EQ(records->size(), static_cast<size_t>(kThreads));
   std::map<uint32_t, uint32_t> seen;

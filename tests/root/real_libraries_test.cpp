@@ -90,32 +90,55 @@ class RealLibraries : public ::testing::Test {
     if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   }
 
-  // Traces one workload with the library given explicitly and checks every printed call.
-  void check_workload(const std::string& lib, const std::string& program) {
-    if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << lib << " is not installed here";
-    TempDir dir;
+  // A call the workload printed (one JSON line) of an API in the catalogue.
+  struct PrintedCall {
+    std::string line;
+    json call;
+    const ApiInfo* api;
+  };
+
+  // Traces `program` with `lib` given explicitly (and `flags`) into a file in `dir`: `calls` gets
+  // the catalogued calls the workload printed (set-up calls outside the catalogue, such as cuInit,
+  // are left out), `file` the trace.
+  void trace_workload(const TempDir& dir, const std::string& lib, const std::string& program,
+                      const std::vector<std::string>& flags, std::vector<PrintedCall>& calls,
+                      std::unique_ptr<store::TraceFile>& file) {
     const std::string db = dir.file("t.db");
-    // Every launch reads its in-memory arguments, so every call's stream can be checked.
-    Agent agent(db, {"--no-host-libs", "--lib", lib, "--launch-arg-sampling", "1"}, dir);
+    std::vector<std::string> args{"--no-host-libs", "--lib", lib};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Agent agent(db, args, dir);
     ASSERT_TRUE(agent.ready()) << agent.stderr_text();
     RunResult w = run({workload(program)}, {{"GW_START_DELAY_MS", "0"}});
     ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
     ASSERT_EQ(w.exit_code, 0) << w.err;
-
     auto f = store::TraceFile::open(db);
     ASSERT_TRUE(f.ok()) << f.error().line();
-    int checked = 0;
+    file = std::move(f.value());
     std::istringstream lines(w.out);
     for (std::string line; std::getline(lines, line);) {
       if (line.empty() || line[0] != '{') continue;
-      const json call = json::parse(line);
-      const ApiInfo* api = find_api(call["api"].get<std::string>());
-      if (!api) continue;  // set-up calls outside the catalogue (cuInit)
+      json call = json::parse(line);
+      if (const ApiInfo* api = find_api(call["api"].get<std::string>()))
+        calls.push_back({line, std::move(call), api});
+    }
+  }
+
+  // Traces one workload with the library given explicitly and checks every printed call.
+  void check_workload(const std::string& lib, const std::string& program) {
+    if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << lib << " is not installed here";
+    TempDir dir;
+    std::vector<PrintedCall> calls;
+    std::unique_ptr<store::TraceFile> f;
+    // Every launch reads its in-memory arguments, so every call's stream can be checked.
+    ASSERT_NO_FATAL_FAILURE(
+        trace_workload(dir, lib, program, {"--launch-arg-sampling", "1"}, calls, f));
+    int checked = 0;
+    for (const auto& [line, call, api] : calls) {
       SCOPED_TRACE(line);
       auto q = store::run_query(
-          **f, "SELECT ret, bytes, stream, blocks, tpb, op FROM api_calls WHERE api = " +
-                   std::to_string(api->id) + " AND tid = " +
-                   std::to_string(call["tid"].get<uint32_t>()));
+          *f, "SELECT ret, bytes, stream, blocks, tpb, op FROM api_calls WHERE api = " +
+                  std::to_string(api->id) + " AND tid = " +
+                  std::to_string(call["tid"].get<uint32_t>()));
       ASSERT_TRUE(q.ok()) << q.error().line();
       ASSERT_EQ(q->rows.size(), 1u) << "each call recorded exactly once";
       EXPECT_EQ(std::stoll(q->rows[0][0]), call["ret"].get<int64_t>());
@@ -127,8 +150,8 @@ class RealLibraries : public ::testing::Test {
       if (e.op) { EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op"; }
       ++checked;
     }
-    EXPECT_GT(checked, 5) << w.out;
-    auto total = store::run_query(**f, "SELECT count(*) FROM api_calls");
+    EXPECT_GT(checked, 5) << calls.size() << " calls printed";
+    auto total = store::run_query(*f, "SELECT count(*) FROM api_calls");
     ASSERT_TRUE(total.ok());
     EXPECT_EQ(std::stoi(total->rows[0][0]), checked) << "no call recorded that was not made";
   }
@@ -141,39 +164,27 @@ class RealLibraries : public ::testing::Test {
                              const std::vector<std::string>& extra) {
     if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << lib << " is not installed here";
     TempDir dir;
-    const std::string db = dir.file("t.db");
-    std::vector<std::string> flags{"--no-host-libs", "--lib", lib};
-    flags.insert(flags.end(), extra.begin(), extra.end());
-    Agent agent(db, flags, dir);
-    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-    RunResult w = run({workload(program)}, {{"GW_START_DELAY_MS", "0"}});
-    ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-    ASSERT_EQ(w.exit_code, 0) << w.err;
-
-    auto f = store::TraceFile::open(db);
-    ASSERT_TRUE(f.ok()) << f.error().line();
+    std::vector<PrintedCall> calls;
+    std::unique_ptr<store::TraceFile> f;
+    ASSERT_NO_FATAL_FAILURE(trace_workload(dir, lib, program, extra, calls, f));
     int launches = 0;
-    std::istringstream lines(w.out);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.empty() || line[0] != '{') continue;
-      const json call = json::parse(line);
-      const ApiInfo* api = find_api(call["api"].get<std::string>());
-      if (!api || api->category != Category::Launch) continue;
+    for (const auto& [line, call, api] : calls) {
+      if (api->category != Category::Launch) continue;
       SCOPED_TRACE(line);
       std::map<std::string, json> a;
       flatten(call["args"], "", a);
       const auto func = pick(a, {"func", "f", "function_address"});
       ASSERT_TRUE(func.has_value());
-      auto q = store::run_query(**f, "SELECT addr FROM api_calls WHERE api = " +
-                                         std::to_string(api->id) + " AND tid = " +
-                                         std::to_string(call["tid"].get<uint32_t>()));
+      auto q = store::run_query(*f, "SELECT addr FROM api_calls WHERE api = " +
+                                        std::to_string(api->id) + " AND tid = " +
+                                        std::to_string(call["tid"].get<uint32_t>()));
       ASSERT_TRUE(q.ok()) << q.error().line();
       ASSERT_EQ(q->rows.size(), 1u) << "each launch recorded exactly once";
       EXPECT_EQ(opt_u(*q, 0, 0), func) << "kernel";
       ++launches;
     }
-    EXPECT_GE(launches, 2) << w.out;
-    auto batched = store::run_query(**f, "SELECT count(*) FROM api_calls WHERE flags & 8");
+    EXPECT_GE(launches, 2) << calls.size() << " calls printed";
+    auto batched = store::run_query(*f, "SELECT count(*) FROM api_calls WHERE flags & 8");
     ASSERT_TRUE(batched.ok());
     EXPECT_EQ(std::stoi(batched->rows[0][0]), launches - 1) << "all but the sampled first launch";
   }

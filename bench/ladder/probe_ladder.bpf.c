@@ -168,6 +168,18 @@ static __always_inline void *reserve_call(__u32 size, struct open_call **open)
 	return r;
 }
 
+/* A 120-byte record's fields after its arguments (return value, api from the cookie, no stack),
+ * then the record submitted without a wake-up. */
+static __always_inline void submit_call(struct pt_regs *ctx, struct gw_api_call *r, __u64 ret)
+{
+	r->ret = ret;
+	r->out = 0;
+	r->api = (__u16)bpf_get_attach_cookie(ctx);
+	r->lib = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 SEC("uprobe") int r_ring(struct pt_regs *ctx)
 {
 	struct open_call *c;
@@ -271,12 +283,7 @@ SEC("uprobe") int r_args(struct pt_regs *ctx)
 	if (!r)
 		return 0;
 	__builtin_memcpy(r->args, c->args, sizeof(r->args));
-	r->ret = PT_REGS_RC(ctx);
-	r->out = 0;
-	r->api = (__u16)bpf_get_attach_cookie(ctx);
-	r->lib = 0;
-	r->stack_id = -1;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	submit_call(ctx, r, PT_REGS_RC(ctx));
 	return 0;
 }
 
@@ -384,11 +391,6 @@ SEC("uprobe") int e_ering(struct pt_regs *ctx)
 	fill_header(&r->hdr, sizeof(*r), now);
 	r->duration_ns = 0;
 	copy_regs(ctx, r->args);
-	r->ret = 0;
-	r->out = 0;
-	r->api = (__u16)bpf_get_attach_cookie(ctx);
-	r->lib = 0;
-	r->stack_id = -1;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	submit_call(ctx, r, 0);
 	return 0;
 }

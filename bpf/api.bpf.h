@@ -189,17 +189,28 @@ static __always_inline void gw_batch_idle(struct gw_launch_batch *b)
 	b->busy = 0;
 }
 
+/* The record size of a batch holding n launches. */
+#define gw_batch_bytes(n) (offsetof(struct gw_launch_batch, items) + (n) * sizeof(struct gw_launch_item))
+
+/* Make the batch a record of thread (tgid, tid): its header, sized to the launches it holds.
+ * Returns how many those are (at most GW_LAUNCH_BATCH). */
+static __always_inline __u32 gw_seal_launches(struct gw_launch_batch *b, __u32 tgid, __u32 tid)
+{
+	__u32 n = b->n > GW_LAUNCH_BATCH ? GW_LAUNCH_BATCH : b->n;
+
+	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH, gw_batch_bytes(n), b->hdr.ts_ns, tgid, tid);
+	return n;
+}
+
 /* Write the batch of launches of thread (tgid, tid), if it holds any, as one record. */
 static __always_inline void gw_flush_launches(struct gw_launch_batch *b, __u32 tgid, __u32 tid)
 {
-	__u32 n = b->n, size;
+	__u32 n, size;
 
-	if (n == 0)
+	if (b->n == 0)
 		return;
-	if (n > GW_LAUNCH_BATCH)
-		n = GW_LAUNCH_BATCH;
-	size = offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item);
-	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH, size, b->hdr.ts_ns, tgid, tid);
+	n = gw_seal_launches(b, tgid, tid);
+	size = gw_batch_bytes(n);
 	if (bpf_ringbuf_output(&gw_events, b, size, gw_wakeup_flags(size)))
 		gw_count_n(GW_CNT_EVENTS_RING_FULL, n);
 	b->n = 0;
@@ -535,7 +546,6 @@ int gw_open_launches(struct bpf_iter__task *ctx)
 	struct task_struct *task = ctx->task;
 	struct gw_thread_calls *tc;
 	struct gw_launch_batch *b;
-	__u32 n;
 
 	if (!task || !gw_is_tracked(task->tgid))
 		return 0;
@@ -543,10 +553,7 @@ int gw_open_launches(struct bpf_iter__task *ctx)
 	if (!tc || tc->pending.n == 0)
 		return 0;
 	b = &tc->pending;
-	n = b->n > GW_LAUNCH_BATCH ? GW_LAUNCH_BATCH : b->n;
-	gw_fill_header(&b->hdr, GW_EV_LAUNCH_BATCH,
-		       offsetof(struct gw_launch_batch, items) + n * sizeof(struct gw_launch_item),
-		       b->hdr.ts_ns, task->tgid, task->pid);
+	gw_seal_launches(b, task->tgid, task->pid);
 	/* Cleared only once written: when the output buffer is full, the iterator runs this task
 	 * again after user space has read what is there. */
 	if (bpf_seq_write(ctx->meta->seq, b, sizeof(*b)) == 0)

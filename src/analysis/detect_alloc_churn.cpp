@@ -45,7 +45,8 @@ bool recurring(const Context& ctx, const Churn& c) {
 
 void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
   const ThreadSummary& t = *c.t;
-  Chain ch = ctx.thread_chain(t, "alloc_churn", "Allocator churn in the loop", c.ns);
+  Chain ch = ctx.thread_chain(t, "alloc_churn", "Allocator churn in the loop",
+                              std::min(c.ns, ctx.budget(t)[Bucket::Alloc]));
   ch.first_ns = ctx.rel(ctx.rows.calls[c.idx.front()].ts);
   ch.last_ns = ctx.rel(ctx.rows.calls[c.idx.back()].end());
   const double per_s = static_cast<double>(c.idx.size()) * 1e9 / static_cast<double>(t.span_ns());

@@ -45,38 +45,38 @@ std::string slow_call_line(const Context& ctx, const ThreadSummary& t) {
          fmt_duration(p50) + ") were preempted for more than half their time";
 }
 
-// The preemptors that count: everything but the GPU runtime's own helper threads inside the
+// The CPU holders that count: everything but the GPU runtime's own helper threads inside the
 // victim's process (their CPU time is the runtime working) and the tracer itself (its cost is
-// the price of the trace, not a cause to fix in the job).
+// the price of the trace, not a cause to fix in the job). Holders come from the thread's time
+// budget: by time they really held the CPU while it waited, when the trace recorded CPU run
+// segments; else the preemptor, and the task it took the CPU back from after a wake-up.
 struct Split {
   std::vector<Culprit> counted, helpers;
-  int64_t preempted = 0, waits = 0;
+  int64_t lost = 0;
   uint32_t preemptions = 0;
 };
 
-Split split_preemptors(const Context& ctx, const ThreadSummary& t) {
+Split split_holders(const Context& ctx, const ThreadSummary& t) {
   Split s;
-  for (const Culprit& c : t.preemptors) {
+  for (const Culprit& c : ctx.budget(t).tasks(Bucket::Runnable)) {
     const std::string_view comm = ctx.rows.string(c.comm);
     const bool helper =
         is_tracer(comm) || (c.pid == t.pid && !ctx.joins.thread(c.tid) && is_runtime_helper(comm));
     (helper ? s.helpers : s.counted).push_back(c);
     if (helper) continue;
-    s.preempted += c.ns;
-    s.waits += c.wait_ns;
+    s.lost += c.ns;
     s.preemptions += c.count;
   }
   return s;
 }
 
 void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
-  const Split sp = split_preemptors(ctx, t);
-  // Without enough preemptions there is no culprit to blame run-queue waits on.
+  const Split sp = split_holders(ctx, t);
   // Waiting to run after a wake-up, behind a busy CPU, is contention too, preempted or not.
-  if (sp.counted.empty() || sp.preempted + sp.waits < ctx.th.low_share * t.span_ns()) return;
-  const int64_t lost = sp.preempted + sp.waits;
+  if (sp.counted.empty() || sp.lost < ctx.th.low_share * t.span_ns()) return;
+  const int64_t lost = sp.lost;
   const Culprit& top = sp.counted.front();
-  const bool dominant = top.ns + top.wait_ns >= ctx.th.dominant * static_cast<double>(lost);
+  const bool dominant = top.ns >= ctx.th.dominant * static_cast<double>(lost);
   const bool same_process = top.pid == t.pid;
   const Task culprit = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/same_process);
 
@@ -85,6 +85,8 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   if (dominant) ch.culprit = culprit;
   const Task& victim_proc = ch.process;
   const Task& victim = ch.thread;
+  const int64_t runnable = ctx.budget(t)[Bucket::Runnable];
+  const int64_t waits = std::max<int64_t>(0, runnable - t.off.preempted);
 
   // When it lost the CPU to another task (preempted, or woken and kept waiting by a task, not
   // by an idle CPU's wake-up latency), and the longest single preemption.
@@ -117,16 +119,20 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
                            fmt_duration(t.span_ns()) + " active time: it lost it waiting for a "
                            "CPU after wake-ups"});
   } else {
-    ch.evidence.push_back({victim.label() + " was preempted for " + fmt_duration(sp.preempted) +
-                           " of its " + fmt_duration(t.span_ns()) + " active time (" +
-                           fmt_percent(sp.preempted / span) + "), " + fmt_count(sp.preemptions) +
+    ch.evidence.push_back({victim.label() + " was preempted for " +
+                           fmt_duration(t.off.preempted) + " of its " +
+                           fmt_duration(t.span_ns()) + " active time (" +
+                           fmt_percent(t.off.preempted / span) + "), " +
+                           fmt_count(t.preemptions) +
                            " times; it lost the CPU to other tasks from " + fmt_rel(ch.first_ns) +
                            " to " + fmt_rel(ch.last_ns)});
   }
-  ch.evidence.push_back(
-      {"CPU taken by: " + culprit_list(ctx, sp.counted, lost, false, 3, t.pid)});
-  if (sp.waits > 0) {
-    ch.evidence.push_back({"after wake-ups it waited another " + fmt_duration(sp.waits) +
+  ch.evidence.push_back({std::string(ctx.budget(t).exact_holders
+                                         ? "CPU held meanwhile by (from the CPU's run segments): "
+                                         : "CPU taken by: ") +
+                         culprit_list(ctx, sp.counted, lost, false, 3, t.pid)});
+  if (waits > 0) {
+    ch.evidence.push_back({"after wake-ups it waited another " + fmt_duration(waits) +
                            " for a CPU another task held (counted above and in the time lost)"});
   }
   if (!sp.helpers.empty()) {
@@ -168,11 +174,11 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
                      "'s CPUs: give the GPU dispatch thread a dedicated core (taskset / "
                      "cpuset) and move the others (" +
                      culprit_list(ctx, sp.counted, lost, false, 2, t.pid) + ") elsewhere";
-  ch.metrics = {{"preempted_ns", static_cast<double>(sp.preempted)},
-                {"runqueue_wait_ns", static_cast<double>(sp.waits)},
+  ch.metrics = {{"preempted_ns", static_cast<double>(t.off.preempted)},
+                {"runqueue_wait_ns", static_cast<double>(waits)},
                 {"preempted_in_calls_ns", static_cast<double>(t.preempted_in_calls_ns)},
                 {"preemptions", static_cast<double>(sp.preemptions)},
-                {"culprit_share", static_cast<double>(top.ns + top.wait_ns) / lost}};
+                {"culprit_share", static_cast<double>(top.ns) / lost}};
   out.push_back(std::move(ch));
 }
 
@@ -184,7 +190,7 @@ void detect_cpu_contention(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, const ThreadSummary*> worst;
   for (const ThreadSummary& t : ctx.joins.threads) {
     const ThreadSummary*& w = worst[t.pid];
-    if (!w || t.off.preempted + t.off.wakeup > w->off.preempted + w->off.wakeup) w = &t;
+    if (!w || ctx.budget(t)[Bucket::Runnable] > ctx.budget(*w)[Bucket::Runnable]) w = &t;
   }
   for (const auto& [pid, t] : worst) one_thread(ctx, *t, out);
 }

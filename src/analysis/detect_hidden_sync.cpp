@@ -124,7 +124,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   Chain ch = ctx.thread_chain(t, "hidden_sync",
                               mostly_readbacks ? "Per-step device-to-host read-back (hidden sync)"
                                                : "Excessive synchronisation in the step loop",
-                              u.lost_ns);
+                              std::min(u.lost_ns, ctx.budget(t)[Bucket::RefillGap]));
   ch.first_ns = ctx.rel(ctx.rows.calls[u.idx.front()].ts);
   ch.last_ns = ctx.rel(ctx.rows.calls[u.idx.back()].end());
   const int64_t gap_med = u.gaps.empty() ? 0 : median_of(u.gaps);
@@ -146,7 +146,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   ch.evidence.push_back({"after each, the GPU sat idle through a median " + fmt_duration(gap_med) +
                          " of host work until the next launch; overlapping that work with the "
                          "queued GPU work would save " +
-                         fmt_duration(u.lost_ns) + " (" + fmt_percent(ch.share()) + ")"});
+                         fmt_duration(ch.lost_ns) + " (" + fmt_percent(ch.share()) + ")"});
   if (u.odd > 0) {
     ch.evidence.push_back({fmt_count(u.odd) +
                            " syncs waited over 1 ms with at most one op queued "

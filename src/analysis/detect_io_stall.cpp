@@ -23,39 +23,10 @@ struct Io {
   std::vector<int32_t> sample_stacks;  // stack ids of the CPU samples inside I/O syscalls
 };
 
-// Who woke the thread from its sleeps inside those syscalls: the disk's completion (an
-// interrupt, a kworker) or, on a pipe or socket, the process writing the other end, such as a
-// data-loader worker the step waits for. Sorted by time, most first.
-std::vector<Culprit> io_wakers(const Context& ctx, const ThreadSummary& t, const Io& io) {
-  std::map<uint64_t, Culprit> by;
-  auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
-  size_t s = 0;
-  for (size_t k = ob; k < oe; ++k) {
-    const OffCpuRow& o = ctx.rows.offcpu[k];
-    if (o.preempted || o.other_pid == 0) continue;
-    while (s < io.spans.size() && io.spans[s].second <= o.ts) ++s;  // both sorted, neither overlaps
-    if (s == io.spans.size()) break;
-    const int64_t ns = overlap_ns(o.ts, o.end() - o.runq, io.spans[s].first, io.spans[s].second);
-    if (ns <= 0) continue;
-    Culprit& c = by[culprit_key(o.other_pid, o.other_tid, t.pid)];
-    c.pid = o.other_pid;
-    c.tid = o.other_tid;
-    c.comm = o.other_comm;
-    c.ns += ns;
-    ++c.count;
-  }
-  std::vector<Culprit> v;
-  for (auto& [key, c] : by) v.push_back(c);
-  std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& b) { return a.ns > b.ns; });
-  return v;
-}
-
 // A waker that is a program rather than the kernel's own I/O completion.
 bool is_user_task(const Context& ctx, const Culprit& c) {
   const std::string_view comm = ctx.rows.string(c.comm);
-  for (std::string_view k : {"swapper", "kworker", "ksoftirqd", "irq/", "jbd2", "kswapd"})
-    if (comm.starts_with(k)) return false;
-  return !comm.empty();
+  return !comm.empty() && !is_kernel_task(comm);
 }
 
 // The thread's CPU samples inside I/O syscalls: their stacks (where the I/O was issued, with
@@ -110,26 +81,45 @@ Io collect(const Context& ctx, const ThreadSummary& t) {
   return io;
 }
 
+// The thread's time in its budget's Io and Handoff buckets (file and device I/O; waiting for
+// data a producer hands over through a pipe, socket or queue), by syscall, most first.
+std::vector<std::pair<uint32_t, int64_t>> io_by_syscall(const ThreadBudget& b) {
+  std::map<uint32_t, int64_t> m;
+  for (Bucket bk : {Bucket::Io, Bucket::Handoff})
+    for (const auto& [nr, ns] : b.by_syscall[static_cast<size_t>(bk)]) m[nr] += ns;
+  std::vector<std::pair<uint32_t, int64_t>> v(m.begin(), m.end());
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b2) {
+    return a.second != b2.second ? a.second > b2.second : a.first < b2.first;
+  });
+  return v;
+}
+
 void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   const ThreadSummary& t = *io.t;
-  Chain ch = ctx.thread_chain(t, "io_stall", "I/O on the GPU dispatch thread", io.ns);
-  ch.first_ns = ctx.rel(std::max(io.first, t.first_ns));
-  ch.last_ns = ctx.rel(std::min(io.last, t.last_ns));
+  const ThreadBudget& b = ctx.budget(t);
+  const int64_t lost = b[Bucket::Io] + b[Bucket::Handoff];
+  // Mostly waiting for a producer: the step is starved of input, whatever syscall it waits in.
+  const bool starved = b[Bucket::Handoff] * 2 >= lost && !b.tasks(Bucket::Handoff).empty();
+  Chain ch = ctx.thread_chain(
+      t, "io_stall", starved ? "Input starved: the step waits for its producer" : "I/O on the GPU dispatch thread",
+      lost);
+  ch.first_ns = ctx.rel(io.first < 0 ? t.first_ns : std::max(io.first, t.first_ns));
+  ch.last_ns = ctx.rel(io.last < 0 ? t.last_ns : std::min(io.last, t.last_ns));
   ch.summary = ctx.who(ch.thread) + " spends " + fmt_percent(ch.share()) +
-               " of its time in slow I/O syscalls instead of launching GPU work";
+               (starved ? " of its time waiting for input data instead of launching GPU work"
+                        : " of its time in slow I/O syscalls instead of launching GPU work");
 
-  std::vector<std::pair<int64_t, uint32_t>> order;
-  for (const auto& [nr, v] : io.by_nr) order.emplace_back(v.second, nr);
-  std::sort(order.rbegin(), order.rend());
   std::string top;
-  for (size_t i = 0; i < order.size() && i < 4; ++i) {
+  const auto by_nr = io_by_syscall(b);
+  for (size_t i = 0; i < by_nr.size() && i < 4; ++i) {
     if (!top.empty()) top += ", ";
-    const auto& [n, ns] = io.by_nr.at(order[i].second);
-    top += ctx.rows.syscall_name(order[i].second) + " " + fmt_count(n) + " x " + fmt_duration(ns);
+    top += ctx.rows.syscall_name(by_nr[i].first) + " " + fmt_duration(by_nr[i].second);
   }
-  ch.evidence.push_back({fmt_count(io.calls) + " slow I/O syscalls, " + fmt_duration(io.ns) + " (" +
-                         fmt_percent(ch.share()) + " of " + fmt_duration(t.span_ns()) +
-                         "): " + top});
+  ch.evidence.push_back({fmt_duration(lost) + " (" + fmt_percent(ch.share()) + " of " +
+                         fmt_duration(t.span_ns()) + ") in " +
+                         (starved ? "reads and waits for data" : "slow I/O syscalls") +
+                         (top.empty() ? std::string() : ": " + top) + "; " +
+                         fmt_count(io.calls) + " slow I/O syscalls recorded"});
   // Disk requests the thread itself issued (reads it waits for, direct or synchronous writes).
   auto [bb, be] = Joins::range(ctx.joins.block_io, t.tid);
   std::vector<int64_t> lat;
@@ -146,20 +136,28 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
                            fmt_bytes(bytes) + ", latency p50 " + fmt_duration(percentile(tmp, 50)) +
                            ", p99 " + fmt_duration(percentile(tmp, 99))});
   }
-  ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(io.longest_at)) + ": " +
-                             ctx.rows.syscall_name(io.longest_nr) + " " + fmt_duration(io.longest),
-                         ctx.rel(io.longest_at)});
+  if (io.longest > 0) {
+    ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(io.longest_at)) + ": " +
+                               ctx.rows.syscall_name(io.longest_nr) + " " +
+                               fmt_duration(io.longest),
+                           ctx.rel(io.longest_at)});
+  }
   // With stacks: where the I/O was issued, from the CPU samples inside those syscalls.
   if (std::string sites = call_sites_line(ctx, io.sample_stacks); !sites.empty())
     ch.evidence.push_back({"sampled in those syscalls, " + sites});
-  const std::vector<Culprit> wakers = io_wakers(ctx, t, io);
+  // Who woke it from those sleeps: the producer at the other end of a pipe or socket, or the
+  // disk's completion (an interrupt, a kworker), from the budget's own attribution.
+  std::vector<Culprit> wakers = b.tasks(Bucket::Handoff);
+  for (const Culprit& c : b.tasks(Bucket::Io)) wakers.push_back(c);
+  std::stable_sort(wakers.begin(), wakers.end(),
+                   [](const Culprit& a, const Culprit& c) { return a.ns > c.ns; });
   int64_t woken_ns = 0;
   for (const Culprit& c : wakers) woken_ns += c.ns;
   if (!wakers.empty()) {
     ch.evidence.push_back({"woken by: " + culprit_list(ctx, wakers, woken_ns, false, 3, t.pid)});
   }
   // One program at the other end of the pipe or socket: the step waits for its producer.
-  const bool producer = !wakers.empty() && is_user_task(ctx, wakers.front()) &&
+  const bool producer = starved && is_user_task(ctx, wakers.front()) &&
                         wakers.front().ns >= ctx.th.dominant * static_cast<double>(woken_ns);
   if (producer) {
     const Culprit& p = wakers.front();
@@ -174,7 +172,8 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
         "thread or process (async checkpointing), input through DataLoader workers with "
         "prefetch; keep datasets on fast local storage";
   }
-  ch.metrics = {{"io_syscall_ns", static_cast<double>(io.ns)},
+  ch.metrics = {{"io_syscall_ns", static_cast<double>(b[Bucket::Io])},
+                {"handoff_ns", static_cast<double>(b[Bucket::Handoff])},
                 {"io_syscalls", static_cast<double>(io.calls)},
                 {"block_io_bytes", static_cast<double>(bytes)}};
   out.push_back(std::move(ch));
@@ -185,10 +184,14 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
 void detect_io_stall(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, Io> worst;
   for (const ThreadSummary& t : ctx.joins.threads) {
-    Io io = collect(ctx, t);
-    if (io.ns <= 0) continue;
+    const ThreadBudget& b = ctx.budget(t);
+    const int64_t ns = b[Bucket::Io] + b[Bucket::Handoff];
+    if (ns <= 0) continue;
     Io& cur = worst[t.pid];
-    if (io.ns > cur.ns) cur = std::move(io);
+    if (ns > cur.ns) {
+      cur = collect(ctx, t);
+      cur.ns = ns;
+    }
   }
   for (const auto& [pid, io] : worst) one_thread(ctx, io, out);
 }

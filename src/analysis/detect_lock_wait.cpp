@@ -19,11 +19,15 @@ struct SiblingWaits {
   std::vector<Culprit> siblings;
 };
 
-SiblingWaits sibling_waits(const ThreadSummary& t) {
+// The thread's BlockedLock bucket: asleep in a futex (or, in traces without the syscall, any
+// sleep) until another task woke it. Sleeps in read() or poll() on a producer's pipe are the
+// Handoff bucket (io_stall), waits inside GPU calls the runtime's own unless a GPU-calling
+// thread woke it: budget.cpp decides once, so no time is counted here and there.
+SiblingWaits sibling_waits(const Context& ctx, const ThreadSummary& t) {
   SiblingWaits s;
   s.t = &t;
-  for (const Culprit& c : t.wakers) {
-    if (c.pid != t.pid || c.tid == t.tid || c.tid == 0) continue;
+  for (const Culprit& c : ctx.budget(t).tasks(Bucket::BlockedLock)) {
+    if (c.tid == t.tid || c.tid == 0) continue;
     s.ns += c.ns;
     s.siblings.push_back(c);
   }
@@ -53,10 +57,14 @@ std::string sibling_activity(const Context& ctx, uint32_t tid, int64_t from, int
 void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& out) {
   const ThreadSummary& t = *w.t;
   const Culprit& top = w.siblings.front();
-  const Task sibling = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/true);
+  const bool own = top.pid == t.pid;
+  const Task sibling = ctx.other(top.pid, top.tid, top.comm, /*as_thread=*/own);
   const bool dominant = top.ns >= ctx.th.dominant * static_cast<double>(w.ns);
 
-  Chain ch = ctx.thread_chain(t, "lock_wait", "Dispatch thread blocked by a sibling thread", w.ns);
+  Chain ch = ctx.thread_chain(t, "lock_wait",
+                              own ? "Dispatch thread blocked by a sibling thread"
+                                  : "Dispatch thread blocked by another process",
+                              w.ns);
   if (dominant) ch.culprit = sibling;
   const Task& victim = ch.thread;
 
@@ -66,6 +74,7 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
   int64_t first = -1, last = -1, longest = 0, longest_at = 0;
   uint32_t longest_waker = 0, longest_comm = 0;
   uint32_t wakes = 0;
+  for (const Culprit& c : w.siblings) wakes += c.count;
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = ctx.rows.offcpu[k];
     if (o.preempted || o.other_pid != t.pid || o.other_tid == t.tid) continue;
@@ -74,7 +83,6 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
     const bool app_waker = ctx.joins.thread(o.other_tid) != nullptr;
     const int64_t ns = std::max<int64_t>(0, to - from) - (app_waker ? 0 : calls.covered(from, to));
     if (ns <= 0) continue;
-    ++wakes;
     if (first < 0) first = o.ts;
     last = o.end();
     if (ns > longest) {
@@ -87,31 +95,38 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
   ch.first_ns = ctx.rel(std::max(first, t.first_ns));
   ch.last_ns = ctx.rel(std::min(last, t.last_ns));
   ch.summary = ctx.who(victim) + " waits for " +
-               (dominant ? sibling.label() : std::string("sibling threads")) +
+               (dominant ? sibling.label() : std::string(own ? "sibling threads" : "other tasks")) +
                " (lock / condition variable): " + fmt_percent(ch.share()) + " of its time lost";
 
   ch.evidence.push_back({victim.label() + " slept " + fmt_duration(w.ns) + " (" +
                          fmt_percent(ch.share()) + " of its " + fmt_duration(t.span_ns()) +
-                         ") until a thread of its own process woke it, " + fmt_count(wakes) +
-                         " times"});
+                         ") until " + (own ? "a thread of its own process" : "another task") +
+                         " woke it, " + fmt_count(wakes) + " times"});
   ch.evidence.push_back({"woken by: " + culprit_list(ctx, w.siblings, w.ns, true)});
 
-  // Slow futex calls on the victim: the lock itself (the agent records syscalls over ~1 ms).
+  // The lock itself: the futex sleeps in that time (not the futex waits inside GPU calls, which
+  // are the runtime waiting for the GPU).
   const uint32_t futex = futex_nr(ctx.rows);
-  auto [sb, se] = Joins::range(ctx.joins.syscalls, t.tid);
-  uint64_t futex_calls = 0;
   int64_t futex_ns = 0;
-  for (size_t k = sb; k < se; ++k) {
-    const SyscallRow& s = ctx.rows.syscalls[k];
-    if (s.nr != futex) continue;
-    const int64_t ns = overlap_ns(s.ts, s.end(), t.first_ns, t.last_ns);
-    if (ns <= 0) continue;
-    ++futex_calls;
-    futex_ns += ns;
+  for (const auto& [nr, ns] : ctx.budget(t).by_syscall[static_cast<size_t>(Bucket::BlockedLock)])
+    if (nr == futex) futex_ns += ns;
+  if (futex_ns == 0) {
+    // Sleeps that do not name their syscall (the syscall family's rows do): futex time outside
+    // GPU calls.
+    CallUnion in_calls(ctx.rows, t);
+    auto [sb, se] = Joins::range(ctx.joins.syscalls, t.tid);
+    for (size_t k = sb; k < se; ++k) {
+      const SyscallRow& s = ctx.rows.syscalls[k];
+      const int64_t from = std::max(s.ts, t.first_ns), to = std::min(s.end(), t.last_ns);
+      if (s.nr != futex || to <= from) continue;
+      futex_ns += (to - from) - in_calls.covered(from, to);
+    }
   }
-  if (futex_calls > 0) {
-    ch.evidence.push_back({fmt_count(futex_calls) + " slow futex waits, " + fmt_duration(futex_ns) +
-                           " in all: a lock or condition variable"});
+  const uint64_t futex_calls = futex_ns > 0 ? wakes : 0;
+  if (futex_ns > 0) {
+    ch.evidence.push_back({fmt_duration(futex_ns) +
+                           " of it asleep in futex waits outside GPU calls: a lock or condition "
+                           "variable"});
   }
   if (longest > 0) {
     ch.evidence.push_back({"longest at " + fmt_rel(ctx.rel(longest_at)) + ": asleep " +
@@ -137,7 +152,7 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
 void detect_lock_wait(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, SiblingWaits> worst;  // per process, its most affected thread
   for (const ThreadSummary& t : ctx.joins.threads) {
-    SiblingWaits w = sibling_waits(t);
+    SiblingWaits w = sibling_waits(ctx, t);
     if (w.ns <= 0) continue;
     SiblingWaits& cur = worst[t.pid];
     if (w.ns > cur.ns) cur = std::move(w);

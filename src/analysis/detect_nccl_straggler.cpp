@@ -115,6 +115,52 @@ std::string thread_profile(const Context& ctx, const ThreadSummary& t) {
   return s;
 }
 
+// What a rank's dispatch thread did per collective, from its time budget: the level below "it
+// arrives late". Own host work, runnable without a CPU, asleep or in I/O, waiting on the GPU and
+// its peers.
+struct PerStep {
+  double host = 0, runnable = 0, asleep = 0, waiting = 0;
+  uint64_t collectives = 0;
+};
+
+PerStep per_step(const Context& ctx, const ThreadSummary& t) {
+  PerStep p;
+  for (size_t i = t.call_begin; i < t.call_end; ++i)
+    if (!ctx.joins.nested[i] && ctx.rows.calls[i].cat == Category::Collective) ++p.collectives;
+  if (p.collectives == 0) return p;
+  const ThreadBudget& b = ctx.budget(t);
+  const double n = static_cast<double>(p.collectives);
+  p.host = static_cast<double>(b[Bucket::HostWork] + b[Bucket::RefillGap] +
+                               b[Bucket::ApiOverhead] + b[Bucket::Transfer] + b[Bucket::Alloc]) / n;
+  p.runnable = static_cast<double>(b[Bucket::Runnable] + b[Bucket::WakeLatency]) / n;
+  p.asleep = static_cast<double>(b[Bucket::BlockedLock] + b[Bucket::Handoff] + b[Bucket::Io] +
+                                 b[Bucket::Syscall] + b[Bucket::Sleep] + b[Bucket::Reclaim] +
+                                 b[Bucket::Unexplained]) / n;
+  p.waiting = static_cast<double>(b[Bucket::GpuWait]) / n;
+  return p;
+}
+
+std::string per_step_text(const PerStep& p) {
+  auto d = [](double ns) { return fmt_duration(static_cast<int64_t>(ns)); };
+  return d(p.host) + " on the CPU in its own work, " + d(p.runnable) + " runnable without a CPU, " +
+         d(p.asleep) + " asleep or in I/O, " + d(p.waiting) + " waiting on the GPU and its peers";
+}
+
+// "rank 1 of 2, trainer (pid 7002)", or the process alone without a known rank.
+std::string rank_and_label(const Context& ctx, const Task& t) {
+  const std::string rank = ctx.rows.rank_label(t.pid);
+  return rank.empty() ? t.label() : rank + ", " + t.label();
+}
+
+// CPU samples of the thread outside GPU calls: where its own host work runs (with --stacks).
+std::string host_sites(const Context& ctx, const ThreadSummary& t) {
+  auto [b, e] = Joins::range(ctx.joins.cpu_samples, t.tid);
+  std::vector<int32_t> ids;
+  for (size_t k = b; k < e; ++k)
+    if (ctx.rows.cpu_samples[k].syscall < 0) ids.push_back(ctx.rows.cpu_samples[k].stack_id);
+  return call_sites_line(ctx, ids);
+}
+
 }  // namespace
 
 void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
@@ -169,11 +215,11 @@ void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
   ch.first_ns = ctx.rel(first);
   ch.last_ns = ctx.rel(last);
   const Task& s = *ch.culprit;
-  ch.summary = s.label() + " arrives last at " +
+  ch.summary = rank_and_label(ctx, s) + " arrives last at " +
                fmt_percent(top->second.last_arrivals / static_cast<double>(counted)) +
                " of collectives; the other ranks wait for it (" + fmt_percent(ch.share()) +
                " of their time)";
-  ch.evidence.push_back({s.label() + " was the last to arrive in " +
+  ch.evidence.push_back({rank_and_label(ctx, s) + " was the last to arrive in " +
                          fmt_count(top->second.last_arrivals) + " of " + fmt_count(counted) +
                          " unbalanced collectives (" + fmt_count(all.size()) + " matched across " +
                          fmt_count(ranks.size()) + " ranks)"});
@@ -181,21 +227,45 @@ void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
       {"the others waited for it a mean " +
        fmt_duration(top->second.made_wait_ns / static_cast<int64_t>(top->second.last_arrivals)) +
        " per collective, " + fmt_duration(top->second.made_wait_ns) + " in all; " +
-       ch.process.label() + " waited " + fmt_duration(victim_wait)});
+       rank_and_label(ctx, ch.process) + " waited " + fmt_duration(victim_wait)});
   const ThreadSummary* st = ctx.dispatch_thread(straggler);
   const ThreadSummary* vt = ctx.dispatch_thread(victim);
   if (st && vt) {
     ch.evidence.push_back({"straggler's GPU thread: " + thread_profile(ctx, *st) +
                            "; a waiting rank's: " + thread_profile(ctx, *vt)});
   }
+  // One level deeper: what the straggler does with its time, per collective, against a rank
+  // that waits for it.
+  PerStep sp, vp;
+  if (st && vt) {
+    sp = per_step(ctx, *st);
+    vp = per_step(ctx, *vt);
+  }
+  if (sp.collectives > 0 && vp.collectives > 0) {
+    ch.evidence.push_back({"per collective, " + rank_and_label(ctx, s) + " spent " +
+                           per_step_text(sp) + "; " + rank_and_label(ctx, ch.process) + " " +
+                           per_step_text(vp)});
+    if (std::string sites = host_sites(ctx, *st); !sites.empty())
+      ch.evidence.push_back({"the straggler's CPU samples outside GPU calls, " + sites});
+  }
   ch.fix = "find why " + s.label() + " is slow";
+  const double host_excess = sp.host - vp.host;
+  const bool host_bound = sp.collectives > 0 && host_excess > 2 * (sp.runnable - vp.runnable) &&
+                          host_excess > 2 * (sp.asleep - vp.asleep) && host_excess > 100'000;
   // The straggler loses its CPU (over 5% of its time, and over twice the share a waiting rank
   // does): name the task that takes it.
   auto preempted_share = [](const ThreadSummary& t) {
     return static_cast<double>(t.off.preempted) /
            static_cast<double>(std::max<int64_t>(t.span_ns(), 1));
   };
-  if (st && vt && !st->preemptors.empty() && preempted_share(*st) > 0.05 &&
+  if (host_bound) {
+    ch.fix = rank_and_label(ctx, s) + " spends " +
+             fmt_duration(static_cast<int64_t>(host_excess)) +
+             " more per collective on the CPU in its own code before it enqueues the "
+             "collective: balance the work per rank (uneven batches, sequence lengths or data "
+             "shards), move that rank's extra host work (data loading, logging, checkpointing) "
+             "off the step, or overlap it with GPU work";
+  } else if (st && vt && !st->preemptors.empty() && preempted_share(*st) > 0.05 &&
       preempted_share(*st) > 2 * preempted_share(*vt)) {
     const Culprit& c = st->preemptors.front();
     const Task culprit = ctx.other(c.pid, 0, c.comm, false);
@@ -209,7 +279,13 @@ void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
   ch.metrics = {{"collectives_matched", static_cast<double>(all.size())},
                 {"unbalanced", static_cast<double>(counted)},
                 {"straggler_last", static_cast<double>(top->second.last_arrivals)},
-                {"imposed_wait_ns", static_cast<double>(top->second.made_wait_ns)}};
+                {"imposed_wait_ns", static_cast<double>(top->second.made_wait_ns)},
+                {"straggler_host_per_collective_ns", sp.host},
+                {"waiting_rank_host_per_collective_ns", vp.host}};
+  if (auto r = ctx.rows.nccl_ranks.find(straggler); r != ctx.rows.nccl_ranks.end()) {
+    ch.metrics.emplace_back("straggler_rank", r->second.first);
+    ch.metrics.emplace_back("ranks", r->second.second);
+  }
   out.push_back(std::move(ch));
 }
 

@@ -41,7 +41,8 @@ Reclaims collect(const Context& ctx, const ThreadSummary& t) {
 
 void one_thread(const Context& ctx, const Reclaims& r, std::vector<Chain>& out) {
   const ThreadSummary& t = *r.t;
-  Chain ch = ctx.thread_chain(t, "memory_reclaim", "Host memory pressure (direct reclaim)", r.ns);
+  Chain ch = ctx.thread_chain(t, "memory_reclaim", "Host memory pressure (direct reclaim)",
+                              std::min(r.ns, ctx.budget(t)[Bucket::Reclaim]));
   ch.first_ns = ctx.rel(std::max(r.first, t.first_ns));
   ch.last_ns = ctx.rel(std::min(r.last, t.last_ns));
   ch.summary = ctx.who(ch.thread) + " stalls in direct memory reclaim: " + fmt_percent(ch.share()) +

@@ -26,15 +26,6 @@ constexpr Detector kDetectors[] = {
      detect_nccl_straggler},
 };
 
-// Kernel threads and interrupt handlers: "renice" is not the fix for these.
-bool is_kernel_task(std::string_view comm) {
-  for (std::string_view p : {"kworker", "ksoftirqd", "migration", "irq/", "rcu_", "kswapd",
-                             "watchdog", "cpuhp", "khugepaged"}) {
-    if (comm.starts_with(p)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::span<const Detector> detectors() { return kDetectors; }
@@ -76,7 +67,12 @@ Chain Context::thread_chain(const ThreadSummary& t, std::string kind, std::strin
 }
 
 Task Context::other(uint32_t pid, uint32_t tid, uint32_t comm, bool as_thread) const {
+  // A process is named by its own name when the trace knows it, not by the name of whichever of
+  // its threads the scheduler row saw ("cuda-EvtHandlr (pid 1000)" would name neither).
   Task t{pid, as_thread ? tid : 0, std::string(rows.string(comm))};
+  if (!as_thread && pid != tid) {
+    if (std::string p = rows.process_name(pid); p != "?") t.comm = p;
+  }
   if (t.comm.empty()) t.comm = as_thread ? rows.thread_name(tid) : rows.process_name(pid);
   if (pid == 0 && tid == 0 && t.comm == "?") t.comm = "swapper";
   return t;
@@ -122,9 +118,13 @@ std::string contention_fix(const Task& victim, const Task& culprit, bool same_pr
            "kernel threads away (irqbalance, isolcpus/nohz_full) or pin " +
            victim.label() + " to other CPUs (taskset / cpuset)";
   }
-  return "pin " + victim.label() + " off " + culprit.comm +
-         "'s CPUs (taskset -c / a cpuset cgroup), or lower its priority: renice +19 -p " +
-         std::to_string(culprit.pid) + " (" + culprit.comm + ")";
+  const std::string pid = std::to_string(culprit.pid);
+  return "give " + victim.label() + " and " + culprit.label() +
+         " separate cores: taskset -a -p -c CPUS " + pid +
+         " moves every thread of it (or one cpuset cgroup per job); or lower the priority of "
+         "all its threads: for t in /proc/" + pid +
+         "/task/*; do renice -n 19 -p ${t##*/}; done (nice is per thread: renice -p " + pid +
+         " alone reaches only its main thread)";
 }
 
 std::string lock_fix(const Task& sibling) {

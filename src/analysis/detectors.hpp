@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/budget.hpp"
 #include "analysis/chain.hpp"
 #include "analysis/joins.hpp"
 #include "analysis/rows.hpp"
@@ -24,6 +25,9 @@ struct Thresholds {
   double medium_share = 0.05;             // MEDIUM: >= 5%
   double low_share = 0.01;                // LOW: >= 1%; below, the chain is dropped as noise
   int64_t min_lost_ns = 1'000'000;        // and never a chain for less than 1 ms in all
+  // HIGH also needs 100 ms lost and 5% of the window; MEDIUM 10 ms and 1% (grade_chain).
+  int64_t high_min_lost_ns = 100'000'000;
+  int64_t medium_min_lost_ns = 10'000'000;
   double dominant = 0.5;                  // a culprit "dominates" with >= 50% of the lost time
   uint64_t small_copy_bytes = 64 * 1024;  // a D2H copy below this is a read-back, i.e. a sync
   double loop_rate_per_s = 2.0;           // "many per second": recurring inside the step loop
@@ -43,6 +47,12 @@ struct Context {
   const Joins& joins;
   const Stats& stats;
   const Thresholds& th;
+  // One per joins.threads entry, same order (budget.hpp): what every chain draws its time from.
+  const std::vector<ThreadBudget>& budgets;
+
+  const ThreadBudget& budget(const ThreadSummary& t) const {
+    return budgets[static_cast<size_t>(&t - joins.threads.data())];
+  }
 
   Task process(uint32_t pid) const;
   Task thread(uint32_t pid, uint32_t tid) const;
@@ -83,6 +93,12 @@ void detect_io_stall(const Context& ctx, std::vector<Chain>& out);
 void detect_reclaim(const Context& ctx, std::vector<Chain>& out);
 void detect_tcp_retrans(const Context& ctx, std::vector<Chain>& out);
 void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out);
+// Runs after the others, on what they found: GPU-idle time of each dispatch thread that no chain
+// of that thread claims (claimed_buckets) becomes a gpu_idle chain.
+void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains);
+// The budget buckets a chain of this kind draws its time from (none for views of the same time
+// from another side: rate drops, stragglers, retransmits).
+std::span<const Bucket> claimed_buckets(std::string_view kind);
 
 // ---- helpers shared by detectors -------------------------------------------------------------
 

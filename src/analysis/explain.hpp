@@ -36,12 +36,32 @@ struct Caveat {
   std::string text;
 };
 
+// One thread's time budget as the report shows it (names resolved; times relative or ns).
+struct BudgetLine {
+  Bucket bucket = Bucket::Unexplained;
+  int64_t ns = 0, idle_ns = 0;  // idle_ns: the part while it had no GPU work queued
+  std::vector<std::pair<Task, int64_t>> tasks;           // holders / wakers, most first (top 3)
+  std::vector<std::pair<std::string, int64_t>> syscalls;  // what it slept in, most first (top 3)
+};
+struct BudgetReport {
+  Task process, thread;
+  int64_t first_ns = 0;  // relative to the trace start
+  int64_t span_ns = 0;
+  int64_t idle_ns = 0;        // no GPU work queued by it
+  bool exact_holders = false;  // CPU holders from recorded run segments
+  bool in_chain = false;       // a chain names this thread
+  std::vector<BudgetLine> lines;  // non-empty buckets, most time first; they add up to span_ns
+};
+
 struct Report {
   TraceInfo trace;
   std::string verdict;          // the first line of the text report
   bool clean = true;            // no HIGH or MEDIUM chain
   std::vector<Caveat> caveats;  // shown before any finding
   std::vector<Chain> chains;    // ranked: most wall time lost first
+  // Per GPU thread, where its active span went (budget.hpp): threads named by a chain first,
+  // then by span.
+  std::vector<BudgetReport> budgets;
   Stats stats;
 };
 
@@ -52,7 +72,11 @@ Report analyze(TraceRows rows, const Thresholds& th = {});
 Severity grade(double share, const Thresholds& th);
 std::vector<Chain> run_detectors(const Context& ctx);
 // Grades, drops chains under the LOW threshold, sorts by time lost.
-std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th);
+// `window_ns`: the window's length; a chain needs a share of it too, and enough absolute time,
+// to be HIGH or MEDIUM (grade_chain).
+std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th,
+                               int64_t window_ns = 0);
+Severity grade_chain(const Chain& c, const Thresholds& th, int64_t window_ns);
 std::vector<Caveat> caveats_for(const TraceRows& rows);
 
 }  // namespace gpuwhy::analysis

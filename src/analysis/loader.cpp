@@ -366,7 +366,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   std::vector<uint8_t> is_memory_api(rows.apis.size(), 0);
   for (size_t id = 0; id < rows.apis.size(); ++id) {
     const Category c = rows.apis[id].cat;
-    is_memory_api[id] = c == Category::Alloc || c == Category::Free;
+    is_memory_api[id] = c == Category::Alloc || c == Category::Free || c == Category::Init;
   }
   auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");
@@ -374,7 +374,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
-                 c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"];
+                 c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"],
+                 c_peer = ac["peer"], c_nranks = ac["nranks"];
   auto keep_call = [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;
@@ -386,11 +387,13 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     c.dir = k.is_null(c_op, r)
                 ? int8_t{-1}
                 : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
-    CallExt e =
-        make_call_ext(rows.api(c.api).cat, static_cast<uint64_t>(k.value(c_bytes, r)),
-                      static_cast<uint64_t>(k.value(c_addr, r)),
-                      static_cast<uint64_t>(k.value(c_addr2, r)),
-                      static_cast<int32_t>(k.value(c_ret, r)));
+    const Category cat = rows.api(c.api).cat;
+    // A communicator's set-up keeps its rank and size where a copy keeps its address and bytes.
+    const bool init = cat == Category::Init;
+    CallExt e = make_call_ext(
+        cat, static_cast<uint64_t>(k.value(init ? c_nranks : c_bytes, r)),
+        static_cast<uint64_t>(k.value(init ? c_peer : c_addr, r)),
+        static_cast<uint64_t>(k.value(c_addr2, r)), static_cast<int32_t>(k.value(c_ret, r)));
     if (!k.is_null(c_stack, r)) e.stack_id = static_cast<int32_t>(k.value(c_stack, r));
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);

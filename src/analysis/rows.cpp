@@ -95,11 +95,18 @@ void prepare_memory_calls(TraceRows& rows, const CallFiller& filler) {
     // Hand-built rows: the allocations are among the calls.
     for (CallRow c : rows.calls) {
       filler.fill(c);
-      if (c.cat == Category::Alloc || c.cat == Category::Free) rows.memory_calls.push_back(c);
+      if (c.cat == Category::Alloc || c.cat == Category::Free || c.cat == Category::Init)
+        rows.memory_calls.push_back(c);
     }
   }
   std::stable_sort(rows.memory_calls.begin(), rows.memory_calls.end(),
                    [](const CallRow& a, const CallRow& b) { return a.ts < b.ts; });
+  // A process's NCCL rank, from its communicator set-up (the last one wins).
+  for (const CallRow& c : rows.memory_calls) {
+    const CallExt& e = rows.ext(c);
+    if (c.cat != Category::Init || e.ret != 0 || e.bytes == 0) continue;
+    rows.nccl_ranks[c.pid] = {static_cast<uint32_t>(e.addr), static_cast<uint32_t>(e.bytes)};
+  }
 }
 
 // What the pass that fills in the calls finds on the way.
@@ -169,7 +176,7 @@ std::vector<ApiMeta> catalog_api_table() {
 
 CallExt make_call_ext(Category cat, uint64_t bytes, uint64_t addr, uint64_t addr2, int32_t ret) {
   const bool memory = cat == Category::Copy || cat == Category::Memset ||
-                      cat == Category::Alloc || cat == Category::Free;
+                      cat == Category::Alloc || cat == Category::Free || cat == Category::Init;
   return memory ? CallExt{bytes, addr, addr2, ret} : CallExt{bytes, 0, 0, ret};
 }
 
@@ -221,6 +228,12 @@ std::string TraceRows::process_name(uint32_t pid) const {
   for (const ThreadRow& t : threads)
     if (t.tid == pid && !t.comm.empty()) return t.comm;
   return "?";
+}
+
+std::string TraceRows::rank_label(uint32_t pid) const {
+  auto it = nccl_ranks.find(pid);
+  if (it == nccl_ranks.end()) return {};
+  return "rank " + std::to_string(it->second.first) + " of " + std::to_string(it->second.second);
 }
 
 std::string TraceRows::thread_name(uint32_t tid) const {

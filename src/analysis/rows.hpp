@@ -25,6 +25,7 @@ struct CallExt {
   uint64_t bytes = 0;  // copy/memset/alloc size, collective payload; 0 when NULL
   // Kept for memory operations only (copy/memset dst, allocated/freed pointer): a launch's kernel
   // or a sync's stream is read by nothing, so it is not kept.
+  // Communicator set-up (ncclCommInitRank*): the rank in addr, the communicator size in bytes.
   uint64_t addr = 0;
   uint64_t addr2 = 0;  // copy src
   int32_t ret = 0;     // 0 = success
@@ -192,9 +193,12 @@ struct TraceRows {
   bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
-  // Allocation and free calls from the start of the trace to the window's end (any thread, sorted
-  // by ts): pinned host buffers are usually allocated once, long before the window looked at.
+  // Allocation, free and NCCL communicator set-up calls from the start of the trace to the
+  // window's end (any thread, sorted by ts): pinned host buffers are usually allocated once, and
+  // communicators set up once, long before the window looked at.
   std::vector<CallRow> memory_calls;
+  // pid -> (NCCL rank, communicator size), from those set-up calls (prepare_rows).
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> nccl_ranks;
   // The CallExt of calls and memory_calls that have one (CallRow::ext), in no particular order.
   std::vector<CallExt> call_ext;
   std::vector<OffCpuRow> offcpu;
@@ -226,6 +230,8 @@ struct TraceRows {
   // Task names: the process's comm (processes, else its main thread), a thread's comm.
   std::string process_name(uint32_t pid) const;
   std::string thread_name(uint32_t tid) const;
+  // "rank 5 of 8" for a process that set up an NCCL communicator; empty otherwise.
+  std::string rank_label(uint32_t pid) const;
   int64_t rel(int64_t wall_ns) const { return wall_ns - window.trace_start_ns; }
 };
 

@@ -22,6 +22,39 @@ json task_json(const Task& t) {
   return j;
 }
 
+json budgets_json(const std::vector<analysis::BudgetReport>& budgets) {
+  json a = json::array();
+  for (const analysis::BudgetReport& b : budgets) {
+    json lines = json::array();
+    for (const analysis::BudgetLine& l : b.lines) {
+      json tasks = json::array();
+      for (const auto& [t, ns] : l.tasks) {
+        json tj = task_json(t);
+        tj["ns"] = ns;
+        tasks.push_back(std::move(tj));
+      }
+      json sys = json::array();
+      for (const auto& [name, ns] : l.syscalls) sys.push_back({{"syscall", name}, {"ns", ns}});
+      lines.push_back({{"bucket", analysis::bucket_name(l.bucket)},
+                       {"label", analysis::bucket_label(l.bucket)},
+                       {"ns", l.ns},
+                       {"share", round4(b.span_ns > 0 ? static_cast<double>(l.ns) / b.span_ns : 0)},
+                       {"gpu_idle_ns", l.idle_ns},
+                       {"tasks", std::move(tasks)},
+                       {"syscalls", std::move(sys)}});
+    }
+    a.push_back({{"process", task_json(b.process)},
+                 {"thread", task_json(b.thread)},
+                 {"first_rel_ns", b.first_ns},
+                 {"span_ns", b.span_ns},
+                 {"gpu_idle_ns", b.idle_ns},
+                 {"exact_cpu_holders", b.exact_holders},
+                 {"in_chain", b.in_chain},
+                 {"buckets", std::move(lines)}});
+  }
+  return a;
+}
+
 json ops_json(const std::vector<OpStats>& ops) {
   json a = json::array();
   for (const OpStats& o : ops) {
@@ -165,6 +198,7 @@ json explain_json(const Report& r) {
               {"trace", std::move(trace)},
               {"caveats", std::move(caveats)},
               {"chains", std::move(chains)},
+              {"budgets", budgets_json(r.budgets)},
               {"stats",
                {{"calls", r.stats.calls},
                 {"ops", ops_json(r.stats.ops)},

@@ -87,6 +87,37 @@ void chain_block(std::ostringstream& os, const Chain& c, size_t rank) {
   os << "   fix      " << c.fix << "\n";
 }
 
+// Where one thread's active span went, bucket by bucket: the numbers every chain draws from.
+void budget_block(std::ostringstream& os, const BudgetReport& b) {
+  std::string who = b.process.label();
+  if (b.thread.tid != 0 && b.thread.tid != b.process.pid) who += ", thread " + b.thread.label();
+  else who += ", main thread";
+  const double span = static_cast<double>(std::max<int64_t>(b.span_ns, 1));
+  os << "time budget  " << who << ", " << fmt_duration(b.span_ns) << " active from "
+     << fmt_rel(b.first_ns) << "; no GPU work queued " << fmt_percent(b.idle_ns / span) << "\n";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> details;  // left-aligned after the table's columns
+  for (const BudgetLine& l : b.lines) {
+    if (l.ns / span < 0.001) continue;
+    std::string detail;
+    for (const auto& [t, ns] : l.tasks) {
+      if (!detail.empty()) detail += ", ";
+      detail += t.label() + " " + fmt_duration(ns);
+    }
+    for (const auto& [name, ns] : l.syscalls) {
+      if (!detail.empty()) detail += ", ";
+      detail += name + " " + fmt_duration(ns);
+    }
+    rows.push_back({std::string(bucket_label(l.bucket)), fmt_duration(l.ns),
+                    fmt_percent(l.ns / span)});
+    details.push_back(detail);
+  }
+  std::istringstream lines(table(rows, "  "));
+  std::string line;
+  for (size_t i = 0; std::getline(lines, line); ++i)
+    os << line << (i < details.size() && !details[i].empty() ? "  " + details[i] : "") << "\n";
+}
+
 void process_block(std::ostringstream& os, const Report& r, const ProcessStats& p) {
   const int64_t origin = r.trace.window.trace_start_ns;
   os << "process " << p.comm << " (pid " << p.pid << "): " << fmt_count(p.calls) << " calls, "
@@ -140,6 +171,14 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
   for (size_t i = 0; i < r.chains.size(); ++i) {
     chain_block(os, r.chains[i], i + 1);
     os << "\n";
+  }
+  // The budgets of the threads the chains are about (or, with none, the busiest thread).
+  size_t shown = 0;
+  for (const BudgetReport& b : r.budgets) {
+    if (shown >= 3 || (!b.in_chain && shown > 0)) break;
+    budget_block(os, b);
+    os << "\n";
+    ++shown;
   }
   if (!r.stats.ops.empty()) {
     os << "top GPU operations by total time\n";

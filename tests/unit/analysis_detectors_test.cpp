@@ -79,7 +79,7 @@ TEST(AnalysisDetectors, CpuContentionNamesTheCoRunner) {
   EXPECT_EQ(c.thread.tid, kTrainer);
   EXPECT_NEAR(c.share(), 0.405, 0.01);
   EXPECT_EQ(r.chains.size(), 1u) << kinds(r);
-  EXPECT_NE(c.fix.find("renice +19 -p 4242"), std::string::npos) << c.fix;
+  EXPECT_NE(c.fix.find("for t in /proc/4242/task/*; do renice -n 19"), std::string::npos) << c.fix;
   EXPECT_FALSE(r.clean);
   EXPECT_EQ(r.verdict.rfind("HIGH: CPU contention", 0), 0u) << r.verdict;
 }
@@ -269,7 +269,9 @@ TEST(AnalysisDetectors, TransferBoundWithPageableMemory) {
   const Chain* c = find(r, "transfer_bound");
   ASSERT_NE(c, nullptr) << kinds(r);
   EXPECT_EQ(c, &r.chains.front());
-  EXPECT_NEAR(c->share(), 0.60, 0.01);
+  // 6 ms of every 10 copying 64 MiB from pageable memory; from pinned memory the same bytes
+  // would still take 64 MiB / 25 GB/s = 2.68 ms: what pinning saves is the rest.
+  EXPECT_NEAR(c->share(), (6.0 - 64.0 * 1048576 / 25e9 * 1e3) / 10, 0.01);
   EXPECT_NE(c->title.find("pageable"), std::string::npos);
   EXPECT_NE(c->fix.find("pin_memory=True"), std::string::npos);
 }

@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analysis/budget.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/detectors.hpp"  // is_io_syscall
+#include "analysis/parallel.hpp"
+
+namespace gpuwhy::analysis {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// What sleeping in a syscall means, before the waker is known.
+enum class SleepKind : uint8_t {
+  Other,    // any other syscall: slow syscall
+  Timer,    // nanosleep: a timer, always
+  Lock,     // futex, semop: a lock or condition variable (a timer when nobody woke it)
+  Poll,     // poll, select, epoll: waiting on descriptors (a timer when nobody woke it)
+  Receive,  // read/recv-like: data from a pipe, socket or file
+  Io,       // other file and device I/O
+  Child,    // wait4/waitid: another process of the job
+};
+
+struct SyscallKinds {
+  std::unordered_map<uint32_t, SleepKind> by_nr;
+  SleepKind of(int16_t nr) const {
+    auto it = by_nr.find(static_cast<uint32_t>(nr));
+    return it == by_nr.end() ? SleepKind::Other : it->second;
+  }
+};
+
+SyscallKinds syscall_kinds(const TraceRows& rows) {
+  static const std::pair<std::string_view, SleepKind> kNamed[] = {
+      {"nanosleep", SleepKind::Timer},
+      {"clock_nanosleep", SleepKind::Timer},
+      {"futex", SleepKind::Lock},
+      {"futex_waitv", SleepKind::Lock},
+      {"semop", SleepKind::Lock},
+      {"semtimedop", SleepKind::Lock},
+      {"flock", SleepKind::Lock},
+      {"poll", SleepKind::Poll},
+      {"ppoll", SleepKind::Poll},
+      {"select", SleepKind::Poll},
+      {"pselect6", SleepKind::Poll},
+      {"epoll_wait", SleepKind::Poll},
+      {"epoll_pwait", SleepKind::Poll},
+      {"epoll_pwait2", SleepKind::Poll},
+      {"read", SleepKind::Receive},
+      {"readv", SleepKind::Receive},
+      {"recvfrom", SleepKind::Receive},
+      {"recvmsg", SleepKind::Receive},
+      {"recvmmsg", SleepKind::Receive},
+      {"accept", SleepKind::Receive},
+      {"accept4", SleepKind::Receive},
+      {"msgrcv", SleepKind::Receive},
+      {"mq_timedreceive", SleepKind::Receive},
+      {"wait4", SleepKind::Child},
+      {"waitid", SleepKind::Child},
+  };
+  SyscallKinds k;
+  for (const auto& [nr, name] : rows.syscall_names) {
+    SleepKind kind = SleepKind::Other;
+    for (const auto& [n, kd] : kNamed)
+      if (name == n) kind = kd;
+    if (kind == SleepKind::Other && is_io_syscall(rows, nr)) kind = SleepKind::Io;
+    if (kind != SleepKind::Other) k.by_nr[nr] = kind;
+  }
+  return k;
+}
+
+// A disjoint, sorted list of [s, e) pieces of one kind of thing, walked forward once.
+struct Piece {
+  int64_t s = 0, e = 0;
+  uint32_t idx = 0;       // a row of the table the piece comes from
+  bool runnable = false;  // off-CPU pieces: runnable (true) or asleep
+};
+
+class Cursor {
+ public:
+  explicit Cursor(const std::vector<Piece>& v) : v_(v) {}
+  // The piece covering t, if any. t never goes back.
+  const Piece* at(int64_t t) {
+    while (i_ < v_.size() && v_[i_].e <= t) ++i_;
+    return i_ < v_.size() && v_[i_].s <= t ? &v_[i_] : nullptr;
+  }
+  // The first boundary after t (a start or an end); kNever when none.
+  int64_t next(int64_t t) {
+    while (i_ < v_.size() && v_[i_].e <= t) ++i_;
+    if (i_ == v_.size()) return kNever;
+    return v_[i_].s > t ? v_[i_].s : v_[i_].e;
+  }
+
+ private:
+  const std::vector<Piece>& v_;
+  size_t i_ = 0;
+};
+
+// Rows of one thread from a (tid, ts)-sorted table, clipped to [from, to), as pieces. Rows of
+// one thread in these tables never overlap; a stray overlap is cut so pieces stay disjoint.
+template <class Row>
+std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from,
+                             int64_t to) {
+  std::vector<Piece> out;
+  int64_t last_end = from;
+  for (size_t k = r.first; k < r.second; ++k) {
+    const int64_t s = std::max({v[k].ts, from, last_end});
+    const int64_t e = std::min(v[k].end(), to);
+    if (e <= s) continue;
+    out.push_back({s, e, static_cast<uint32_t>(k)});
+    last_end = e;
+  }
+  return out;
+}
+
+// Off-CPU rows as an asleep piece and a runnable piece (the run-queue tail, or all of a
+// preemption).
+std::vector<Piece> offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from,
+                                 int64_t to) {
+  std::vector<Piece> out;
+  int64_t last_end = from;
+  for (size_t k = r.first; k < r.second; ++k) {
+    const OffCpuRow& o = rows.offcpu[k];
+    const int64_t runq = o.preempted ? o.dur : std::clamp<int64_t>(o.runq, 0, o.dur);
+    const int64_t woken = o.end() - runq;
+    auto add = [&](int64_t s, int64_t e, bool runnable) {
+      s = std::max({s, from, last_end});
+      e = std::min(e, to);
+      if (e <= s) return;
+      out.push_back({s, e, static_cast<uint32_t>(k), runnable});
+      last_end = e;
+    };
+    add(o.ts, woken, false);
+    add(woken, o.end(), true);
+  }
+  return out;
+}
+
+// The thread's outermost calls (a runtime call's own driver call is inside it), and the times
+// it had no GPU work queued: from the end of a call that drained its queue to the start of the
+// next call that queued work.
+void call_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+                 std::vector<Piece>& calls, std::vector<Piece>& idle) {
+  int64_t last_end = t.first_ns;
+  int64_t idle_from = -1;
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    if (j.nested[i]) continue;
+    const CallRow& c = rows.calls[i];
+    const ApiMeta& m = rows.api(c.api);
+    if (idle_from >= 0 && enqueues_work(m)) {
+      if (c.ts > idle_from) idle.push_back({idle_from, std::min(c.ts, t.last_ns), 0});
+      idle_from = -1;
+    }
+    const int64_t s = std::max(c.ts, last_end);
+    const int64_t e = std::min(c.end(), t.last_ns);
+    if (e > s) {
+      calls.push_back({s, e, static_cast<uint32_t>(i)});
+      last_end = e;
+    }
+    if (drains_queue(m) && idle_from < 0) idle_from = c.end();
+  }
+  if (idle_from >= 0 && idle_from < t.last_ns) idle.push_back({idle_from, t.last_ns, 0});
+  // A drain that ended inside a later call (overlapping calls) could leave pieces out of order.
+  idle.erase(std::remove_if(idle.begin(), idle.end(), [](const Piece& p) { return p.e <= p.s; }),
+             idle.end());
+}
+
+Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_bytes) {
+  const ApiMeta& m = rows.api(c.api);
+  switch (c.cat) {
+    case Category::Alloc:
+    case Category::Free:
+      return Bucket::Alloc;
+    case Category::Copy:
+      if (rows.ext(c).bytes >= small_copy_bytes) return Bucket::Transfer;
+      break;
+    case Category::Collective:  // waits for its peers, as a sync waits for the GPU
+      return Bucket::GpuWait;
+    default:
+      break;
+  }
+  return drains_queue(m) ? Bucket::GpuWait : Bucket::ApiOverhead;
+}
+
+// Adds ns to a task in a bucket's list.
+struct TaskTally {
+  std::unordered_map<uint64_t, size_t> index;
+  void add(std::vector<Culprit>& v, uint64_t key, uint32_t pid, uint32_t tid, uint32_t comm,
+           int64_t ns, bool new_interval) {
+    auto [it, fresh] = index.try_emplace(key, v.size());
+    if (fresh) v.push_back(Culprit{pid, tid, comm});
+    Culprit& c = v[it->second];
+    if (comm != 0) c.comm = comm;  // rows are in time order: the latest name wins
+    c.ns += ns;
+    if (new_interval) ++c.count;
+  }
+};
+
+class ThreadBudgeter {
+ public:
+  ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
+                 const std::unordered_set<uint32_t>& gpu_tids, uint64_t small_copy_bytes)
+      : rows_(rows),
+        j_(j),
+        kinds_(kinds),
+        gpu_tids_(gpu_tids),
+        small_copy_(small_copy_bytes),
+        // Off-CPU rows say which syscall a sleep began in since ABI 3 (0: a hand-built trace).
+        syscall_known_(rows.session.abi_version == 0 || rows.session.abi_version >= 3) {}
+
+  ThreadBudget run(const ThreadSummary& t) {
+    ThreadBudget b;
+    b.pid = t.pid;
+    b.tid = t.tid;
+    b.first_ns = t.first_ns;
+    b.last_ns = t.last_ns;
+    own_pid_ = t.pid;
+    own_tid_ = t.tid;
+    std::vector<Piece> calls, idle;
+    call_pieces(rows_, j_, t, calls, idle);
+    const std::vector<Piece> off =
+        offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns);
+    const std::vector<Piece> sys =
+        pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns);
+    const std::vector<Piece> rec =
+        pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
+    runq_guess(Joins::range(j_.offcpu, t.tid));
+
+    Cursor cc(calls), ic(idle), oc(off), sc(sys), rc(rec);
+    uint32_t last_off = UINT32_MAX;
+    for (int64_t at = t.first_ns; at < t.last_ns;) {
+      const Piece* call = cc.at(at);
+      const Piece* gap = ic.at(at);
+      const Piece* o = oc.at(at);
+      const Piece* s = sc.at(at);
+      const Piece* r = rc.at(at);
+      const int64_t to =
+          std::min({cc.next(at), ic.next(at), oc.next(at), sc.next(at), rc.next(at), t.last_ns});
+      const int64_t ns = to - at;
+      const bool fresh = o && o->idx != last_off;
+      if (o) last_off = o->idx;
+      const Bucket bk = classify(b, call, o, s, r, ns, fresh, gap != nullptr);
+      b.ns[static_cast<size_t>(bk)] += ns;
+      if (gap) b.idle_ns[static_cast<size_t>(bk)] += ns;
+      at = to;
+    }
+    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, calls, idle, off, sys);
+    for (auto& v : b.by_task)
+      std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& c) {
+        return a.ns != c.ns ? a.ns > c.ns : a.tid != c.tid ? a.tid < c.tid : a.pid < c.pid;
+      });
+    for (size_t k = 0; k < kBuckets; ++k) {
+      auto& v = b.by_syscall[k];
+      v.assign(syscalls_[k].begin(), syscalls_[k].end());
+      std::sort(v.begin(), v.end(), [](auto& a, auto& c) {
+        return a.second != c.second ? a.second > c.second : a.first < c.first;
+      });
+      syscalls_[k].clear();
+    }
+    for (auto& tally : tallies_) tally = TaskTally{};
+    return b;
+  }
+
+ private:
+  // A task that woke the thread and can be blamed: not itself, not the kernel's own.
+  bool user_waker(const OffCpuRow& o) const {
+    if (o.other_pid == 0 || o.other_tid == own_tid_) return false;
+    const std::string_view comm = rows_.string(o.other_comm);
+    return !comm.empty() && !is_kernel_task(comm);
+  }
+
+  void blame(ThreadBudget& b, Bucket bk, uint32_t pid, uint32_t tid, uint32_t comm, int64_t ns,
+             bool fresh, bool by_thread) {
+    const size_t k = static_cast<size_t>(bk);
+    const uint64_t key = by_thread ? (uint64_t{pid} << 32 | tid) : culprit_key(pid, tid, own_pid_);
+    tallies_[k].add(b.by_task[k], key, pid, tid, comm, ns, fresh);
+  }
+
+  Bucket asleep(ThreadBudget& b, Bucket bk, const OffCpuRow& o, int64_t ns, bool fresh,
+                bool blame_waker) {
+    if (syscall_known_ && o.syscall >= 0)
+      syscalls_[static_cast<size_t>(bk)][static_cast<uint32_t>(o.syscall)] += ns;
+    if (blame_waker) blame(b, bk, o.other_pid, o.other_tid, o.other_comm, ns, fresh, true);
+    return bk;
+  }
+
+  // The precedence, decided once: off the CPU beats everything (runnable, then asleep by what
+  // it slept in and who woke it); on the CPU, reclaim, then a slow syscall outside GPU calls,
+  // then the GPU call it is in, then its own host work.
+  Bucket classify(ThreadBudget& b, const Piece* call, const Piece* off, const Piece* sys,
+                  const Piece* rec, int64_t ns, bool fresh, bool idle) {
+    if (off && off->runnable) return runnable(b, rows_.offcpu[off->idx], ns, fresh);
+    if (off) {
+      const OffCpuRow& o = rows_.offcpu[off->idx];
+      if (call) {
+        // Asleep inside a GPU call is the runtime waiting, unless another GPU-calling thread of
+        // its own process woke it: a runtime lock that thread held. (Another process's rank
+        // waking it inside a collective is the collective's barrier: the straggler's chain.)
+        const bool app =
+            o.other_tid != own_tid_ && o.other_pid == own_pid_ && gpu_tids_.count(o.other_tid) > 0;
+        if (app) return asleep(b, Bucket::BlockedLock, o, ns, fresh, true);
+        return call_bucket(rows_, rows_.calls[call->idx], small_copy_);
+      }
+      if (rec) return Bucket::Reclaim;
+      const bool user = user_waker(o);
+      const int16_t nr = syscall_known_ ? o.syscall : int16_t{-1};
+      switch (nr < 0 ? SleepKind::Other : kinds_.of(nr)) {
+        case SleepKind::Timer:
+          return asleep(b, Bucket::Sleep, o, ns, fresh, false);
+        case SleepKind::Lock:
+          return user ? asleep(b, Bucket::BlockedLock, o, ns, fresh, true)
+                      : asleep(b, Bucket::Sleep, o, ns, fresh, false);
+        case SleepKind::Poll:
+          return user ? asleep(b, Bucket::Handoff, o, ns, fresh, true)
+                      : asleep(b, Bucket::Sleep, o, ns, fresh, false);
+        case SleepKind::Receive:
+        case SleepKind::Child:
+          if (user) return asleep(b, Bucket::Handoff, o, ns, fresh, true);
+          return asleep(b, Bucket::Io, o, ns, fresh, o.other_pid != 0);
+        case SleepKind::Io:
+          return asleep(b, Bucket::Io, o, ns, fresh, o.other_pid != 0);
+        case SleepKind::Other:
+          if (nr >= 0) return asleep(b, Bucket::Syscall, o, ns, fresh, false);
+          // No syscall recorded (an older trace, or a page fault): the waker says what it was.
+          return user ? asleep(b, Bucket::BlockedLock, o, ns, fresh, true)
+                      : asleep(b, Bucket::Unexplained, o, ns, fresh, false);
+      }
+    }
+    if (rec) return Bucket::Reclaim;
+    if (sys && !call) {
+      const SyscallRow& s = rows_.syscalls[sys->idx];
+      const SleepKind k = kinds_.of(static_cast<int16_t>(s.nr));
+      const Bucket bk =
+          k == SleepKind::Io || k == SleepKind::Receive ? Bucket::Io : Bucket::Syscall;
+      syscalls_[static_cast<size_t>(bk)][s.nr] += ns;
+      return bk;
+    }
+    if (call) return call_bucket(rows_, rows_.calls[call->idx], small_copy_);
+    return idle ? Bucket::RefillGap : Bucket::HostWork;
+  }
+
+  // Without the syscall family, a CPU sample inside a syscall that no syscall row holds (one
+  // alone: prepare_rows places only two samples, or a sample beside a sleep) still stands for a
+  // sampling period on the CPU in that syscall. Its time moves from the host work it was counted
+  // in to I/O or a slow syscall: an estimate, like every sampled figure.
+  void lone_samples(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& calls,
+                    const std::vector<Piece>& idle, const std::vector<Piece>& off,
+                    const std::vector<Piece>& sys) {
+    Cursor cc(calls), ic(idle), oc(off), sc(sys);
+    auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
+    for (size_t k = sb; k < se; ++k) {
+      const CpuSampleRow& smp = rows_.cpu_samples[k];
+      if (smp.ts < t.first_ns || smp.ts >= t.last_ns || smp.syscall < 0) continue;
+      if (cc.at(smp.ts) || oc.at(smp.ts) || sc.at(smp.ts)) continue;
+      const bool gap = ic.at(smp.ts) != nullptr;
+      const size_t from = static_cast<size_t>(gap ? Bucket::RefillGap : Bucket::HostWork);
+      const SleepKind kind = kinds_.of(smp.syscall);
+      const Bucket to =
+          kind == SleepKind::Io || kind == SleepKind::Receive ? Bucket::Io : Bucket::Syscall;
+      const int64_t n = std::min(smp.dur, b.ns[from]);
+      if (n <= 0) continue;
+      b.ns[from] -= n;
+      b.ns[static_cast<size_t>(to)] += n;
+      if (gap) {
+        b.idle_ns[from] -= n;
+        b.idle_ns[static_cast<size_t>(to)] += n;
+      }
+      syscalls_[static_cast<size_t>(to)][static_cast<uint32_t>(smp.syscall)] += n;
+    }
+  }
+
+  // Runnable time goes to the task that held the CPU: the preemptor for a preemption, the task
+  // it took the CPU back from after a wake-up (nobody, when that was the idle task).
+  Bucket runnable(ThreadBudget& b, const OffCpuRow& o, int64_t ns, bool fresh) {
+    if (o.preempted) {
+      blame(b, Bucket::Runnable, o.other_pid, o.other_tid, o.other_comm, ns, fresh, false);
+      return Bucket::Runnable;
+    }
+    if (!o.holder_recorded) {
+      if (auto it = guess_.find(o.cpu); it != guess_.end()) {
+        const auto& [pid, tid, comm] = it->second;
+        blame(b, Bucket::Runnable, pid, tid, comm, ns, fresh, false);
+        return Bucket::Runnable;
+      }
+    }
+    if (o.holder_pid == 0) return Bucket::WakeLatency;
+    blame(b, Bucket::Runnable, o.holder_pid, o.holder_tid, o.holder_comm, ns, fresh, false);
+    return Bucket::Runnable;
+  }
+
+  // Traces from before the holder was recorded (ABI < 2): a run-queue wait is blamed on the
+  // thread's main preemptor on that CPU (as RunqBlame does for the contention totals).
+  void runq_guess(std::pair<size_t, size_t> r) {
+    guess_.clear();
+    std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu;
+    std::unordered_map<uint64_t, std::tuple<uint32_t, uint32_t, uint32_t>> who;
+    for (size_t k = r.first; k < r.second; ++k) {
+      const OffCpuRow& o = rows_.offcpu[k];
+      if (o.holder_recorded) return;  // recorded: no guess needed
+      if (!o.preempted) continue;
+      const uint64_t key = culprit_key(o.other_pid, o.other_tid, own_pid_);
+      by_cpu[o.cpu][key] += o.dur;
+      who[key] = {o.other_pid, o.other_tid, o.other_comm};
+    }
+    for (const auto& [cpu, m] : by_cpu) {
+      auto best = std::max_element(m.begin(), m.end(), [](auto& a, auto& c) {
+        return a.second != c.second ? a.second < c.second : a.first > c.first;
+      });
+      guess_[cpu] = who[best->first];
+    }
+  }
+
+  const TraceRows& rows_;
+  const Joins& j_;
+  const SyscallKinds& kinds_;
+  const std::unordered_set<uint32_t>& gpu_tids_;
+  uint64_t small_copy_;
+  bool syscall_known_;
+  uint32_t own_pid_ = 0, own_tid_ = 0;
+  std::array<TaskTally, kBuckets> tallies_;
+  std::array<std::unordered_map<uint32_t, int64_t>, kBuckets> syscalls_;
+  std::unordered_map<uint16_t, std::tuple<uint32_t, uint32_t, uint32_t>> guess_;
+};
+
+}  // namespace
+
+std::string_view bucket_name(Bucket b) {
+  switch (b) {
+    case Bucket::GpuWait:
+      return "gpu_wait";
+    case Bucket::ApiOverhead:
+      return "api_overhead";
+    case Bucket::Transfer:
+      return "transfer";
+    case Bucket::Alloc:
+      return "alloc";
+    case Bucket::HostWork:
+      return "host_work";
+    case Bucket::RefillGap:
+      return "refill_gap";
+    case Bucket::Runnable:
+      return "runnable";
+    case Bucket::WakeLatency:
+      return "wake_latency";
+    case Bucket::BlockedLock:
+      return "blocked_lock";
+    case Bucket::Handoff:
+      return "handoff";
+    case Bucket::Io:
+      return "io";
+    case Bucket::Syscall:
+      return "syscall";
+    case Bucket::Sleep:
+      return "sleep";
+    case Bucket::Reclaim:
+      return "reclaim";
+    case Bucket::Unexplained:
+      return "unexplained";
+    case Bucket::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::string_view bucket_label(Bucket b) {
+  switch (b) {
+    case Bucket::GpuWait:
+      return "waiting for GPU work it queued (syncs, synchronous copies)";
+    case Bucket::ApiOverhead:
+      return "in GPU API calls (launches, enqueues)";
+    case Bucket::Transfer:
+      return "in host<->device copies";
+    case Bucket::Alloc:
+      return "in allocation and free calls";
+    case Bucket::HostWork:
+      return "its own host work, GPU work queued";
+    case Bucket::RefillGap:
+      return "host work after a sync, GPU queue empty";
+    case Bucket::Runnable:
+      return "runnable, another task on its CPU";
+    case Bucket::WakeLatency:
+      return "woken, waiting for an idle CPU";
+    case Bucket::BlockedLock:
+      return "blocked on a lock / condition variable";
+    case Bucket::Handoff:
+      return "waiting for data from a producer (pipe, socket, queue)";
+    case Bucket::Io:
+      return "file / device I/O";
+    case Bucket::Syscall:
+      return "other slow syscalls";
+    case Bucket::Sleep:
+      return "sleeping (timers, timed-out waits)";
+    case Bucket::Reclaim:
+      return "direct memory reclaim";
+    case Bucket::Unexplained:
+      return "asleep, cause not recorded";
+    case Bucket::kCount:
+      break;
+  }
+  return "?";
+}
+
+int64_t ThreadBudget::idle_total() const {
+  int64_t n = 0;
+  for (int64_t v : idle_ns) n += v;
+  return n;
+}
+
+bool is_kernel_task(std::string_view comm) {
+  for (std::string_view p : {"swapper", "kworker", "ksoftirqd", "migration", "irq/", "rcu_",
+                             "kswapd", "watchdog", "cpuhp", "khugepaged", "jbd2"}) {
+    if (comm.starts_with(p)) return true;
+  }
+  return false;
+}
+
+std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& joins,
+                                          uint64_t small_copy_bytes) {
+  const SyscallKinds kinds = syscall_kinds(rows);
+  std::unordered_set<uint32_t> gpu_tids;
+  for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
+  std::vector<ThreadBudget> out(joins.threads.size());
+  parallel_for(joins.threads.size(), [&](size_t k) {
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, small_copy_bytes);
+    out[k] = b.run(joins.threads[k]);
+  });
+  return out;
+}
+
+}  // namespace gpuwhy::analysis

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -69,7 +70,8 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
   EXPECT_FALSE(rows->cpu_runs.empty());
 
   // The dispatch thread's runnable time, by holder.
-  int64_t total = 0, by_other = 0, by_helper = 0, unknown = 0;
+  const auto pid = wl["pid"].get<uint32_t>();
+  int64_t total = 0, by_other = 0, by_helper = 0, unknown = 0, by_job = 0;
   std::map<std::string, int64_t> by_name;  // for the message
   size_t waits = 0, helper_took = 0;
   std::vector<analysis::HolderTime> out;
@@ -88,6 +90,7 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
       }
       if (h.pid == other) by_other += h.ns;
       if (h.tid == helper) by_helper += h.ns;
+      if (h.pid == pid && h.tid != helper) by_job = std::max(by_job, h.ns);
       by_name[std::string(rows->string(h.comm)) + " " + std::to_string(h.tid)] += h.ns;
     }
   }
@@ -97,7 +100,13 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
                " waits (" + std::to_string(helper_took) + " preemptions by the helper), held by\n" +
                who + "workload: " + w.out);
   ASSERT_GT(total, 0);
-  EXPECT_GE(by_other, total * 8 / 10) << "the other job should hold most of the wait";
+  // On an idle host the other job holds nearly all of it; on a shared CI machine other
+  // processes (compilers, other tests) also run on that CPU, so the other job is compared with
+  // the helper and the job's own threads, not with the whole wait.
+  EXPECT_GE(by_other, (by_other + by_helper) * 8 / 10)
+      << "the other job, not the helper that preempted the dispatch thread, holds the wait";
+  EXPECT_GT(by_other, by_job) << "the other job holds more than any thread of the job itself";
+  EXPECT_GE(by_other, total / 4);
   EXPECT_GT(by_helper, 0) << "the helper's few microseconds are recorded too";
   EXPECT_LE(by_helper, total / 10) << "the helper holds only a small share";
   EXPECT_LE(unknown, total / 20) << "the runs should cover the waits";
@@ -107,9 +116,10 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
   EXPECT_EQ(rows->thread_name(other), "other_job");
   EXPECT_EQ(rows->thread_name(helper), "cuda-EvtHandlr");
   // Each traced thread's allowed CPUs, and the host's.
-  for (const analysis::ThreadRow& t : rows->threads)
+  for (const analysis::ThreadRow& t : rows->threads) {
     if (t.tid == dispatch || t.tid == helper || t.tid == other)
       EXPECT_EQ(t.cpus_allowed, 1u) << "thread " << t.tid << " is pinned to one CPU";
+  }
   EXPECT_EQ(rows->session.online_cpus, static_cast<uint32_t>(online));
 }
 

@@ -6,8 +6,7 @@
 namespace gpuwhy::analysis {
 namespace {
 
-void add_time(std::vector<HolderTime>& acc, uint32_t pid, uint32_t tid, uint32_t comm,
-              int64_t ns) {
+void add_time(std::vector<HolderTime>& acc, uint32_t pid, uint32_t tid, uint32_t comm, int64_t ns) {
   if (ns <= 0) return;
   for (HolderTime& h : acc) {
     if (h.pid == pid && h.tid == tid) {

@@ -45,7 +45,7 @@ class CpuHolders {
 
   const TraceRows& rows_;
   bool recorded_ = false;
-  std::unordered_map<uint16_t, std::pair<size_t, size_t>> runs_by_cpu_;    // [begin, end)
+  std::unordered_map<uint16_t, std::pair<size_t, size_t>> runs_by_cpu_;   // [begin, end)
   std::unordered_map<uint32_t, std::pair<size_t, size_t>> moves_by_tid_;  // [begin, end)
 };
 

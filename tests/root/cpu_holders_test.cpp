@@ -5,6 +5,8 @@
 // helper preempts the dispatch thread now and then, and the other job then keeps the CPU for
 // milliseconds: the recorded runs must give the other job most of the dispatch thread's
 // runnable time and the helper a small share, and the stored names must follow the rename.
+#include "analysis/cpu_holders.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "analysis/cpu_holders.hpp"
 #include "analysis/loader.hpp"
 #include "store/store.hpp"
 #include "support/process.hpp"
@@ -48,9 +49,9 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
   const std::string db = dir.file("t.db");
   Agent agent(db, {"--no-host-libs"}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  RunResult w = run({workload("sim_train"), "--scenario", "neighbour", "--steps", "120", "--cpu",
-                     cpu},
-                    {{"GW_START_DELAY_MS", "300"}});
+  RunResult w =
+      run({workload("sim_train"), "--scenario", "neighbour", "--steps", "120", "--cpu", cpu},
+          {{"GW_START_DELAY_MS", "300"}});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   const json wl = summary_line(w.out);

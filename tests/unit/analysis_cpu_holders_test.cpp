@@ -86,7 +86,7 @@ TEST_F(CpuHoldersTest, PreemptedWaitSplitsBetweenHelperAndNeighbour) {
 // A blocked interval: only its runnable tail counts; runs before the wake-up do not.
 TEST_F(CpuHoldersTest, BlockedIntervalCountsItsRunqTailOnly) {
   rows_.cpu_runs = {run(1, 0, 900, kCat, kCat, kCatName),  // before the wake-up at 800 too
-                    run(1, 900, 1000, 0, 0, 0)};          // idle: the wake-up latency
+                    run(1, 900, 1000, 0, 0, 0)};           // idle: the wake-up latency
   const auto h = holders(wait(0, 1000, false, 200, 1, 1));
   ASSERT_EQ(h.size(), 2u);
   EXPECT_EQ(h[0].pid, kCat);

@@ -170,7 +170,7 @@ TEST(Decode, CpuHolderRecords) {
   std::memset(n.comm, 'x', sizeof(n.comm));  // unterminated: cut at 15
   ASSERT_EQ(decode_record(&n, sizeof(n), kClock, ev), DecodeStatus::Ok);
   EXPECT_EQ(comm_view(std::get<TaskRename>(ev).comm), std::string(15, 'x'));
-  EXPECT_EQ(decode_record(&n, sizeof(n) - 1, kClock, ev), DecodeStatus::TooShort);
+  EXPECT_EQ(decode_record(&n, sizeof(n) - 1, kClock, ev), DecodeStatus::SizeMismatch);
 }
 
 TEST(Decode, RejectsShortUnknownAndOversizedRecords) {

@@ -65,7 +65,7 @@ struct OffCpuRow {
   uint32_t other_pid = 0, other_tid = 0;
   uint32_t other_comm = 0;  // strings.id, 0 when unknown
   bool preempted = false;
-  uint16_t cpu = 0;  // where it was switched out (and, with affinity, usually where it resumes)
+  uint16_t cpu = 0;  // where it got the CPU back (recorded at switch-in; usually where it left)
   // Who had the CPU when this thread got it back: the task that kept it waiting in the run
   // queue (pid 0: the idle task, nobody). Recorded at switch-in since ABI 2; in older traces
   // (holder_recorded false) a guess: the task that took the CPU when this one left.

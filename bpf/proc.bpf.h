@@ -79,6 +79,29 @@ int BPF_PROG(gw_exit, struct task_struct *p, bool group_dead)
 	return 0;
 }
 
+/*
+ * A thread of a traced process renamed itself (prctl PR_SET_NAME, pthread_setname_np, or a
+ * write to /proc/.../comm): the stored threads and processes rows follow the new name. The
+ * tracepoint fires before the name is copied into the task: the new name is the argument.
+ */
+SEC("tp_btf/task_rename")
+int BPF_PROG(gw_task_rename, struct task_struct *task, const char *comm)
+{
+	struct gw_task_rename *rec;
+
+	if (!gw_is_tracked(task->tgid))
+		return 0;
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_TASK_RENAME, sizeof(*rec), bpf_ktime_get_ns(), task->tgid,
+		       task->pid);
+	__builtin_memset(rec->comm, 0, GW_COMM_LEN);
+	bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), comm);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
 /* Does a file name start with one of the GPU runtime prefixes? (Bounded, verifier-friendly.) */
 static __always_inline bool gw_prefix(const char *name, const char *prefix, int len)
 {

@@ -2,13 +2,16 @@
 /*
  * Off-CPU intervals of every traced thread, with what ran instead and who woke it. BTF
  * tracepoints (tp_btf) need no tracefs. An interval opens at sched_switch-out, learns its waker at
- * sched_wakeup, and is emitted at sched_switch-in.
+ * sched_waking, and is emitted at sched_switch-in. Its runnable part is counted on the CPU whose
+ * run queue holds it (cpu_runs.bpf.h): from the preemption, or from sched_wakeup, through
+ * sched_migrate_task, to the switch-in.
  */
 #ifndef GPUWHY_SCHED_BPF_H
 #define GPUWHY_SCHED_BPF_H
 
 #include "gpuwhy.bpf.h"
 #include "api.bpf.h" /* gw_flush_launches_of */
+#include "cpu_runs.bpf.h"
 
 struct gw_offcpu_open {
 	__u64 ts;
@@ -23,7 +26,10 @@ struct gw_offcpu_open {
 	__u8 preempted;
 	__u8 pad;
 	__s16 syscall;
-	__u32 pad2;
+	__u16 wait_cpu;   /* the CPU it is counted waiting on (gw_cpu_wait), GW_NO_CPU: none */
+	__u16 first_cpu;  /* the CPU it began waiting on */
+	__u16 migrations; /* moves to another run queue while waiting */
+	__u16 pad2;
 };
 
 struct {
@@ -44,7 +50,7 @@ struct {
 static __always_inline void gw_switch_out(struct task_struct *prev, struct task_struct *next,
 					  bool preempt, unsigned int prev_state, __u64 now)
 {
-	__u32 zero = 0, tid = prev->pid;
+	__u32 zero = 0, tid = prev->pid, cpu = bpf_get_smp_processor_id();
 	struct gw_offcpu_open *o = bpf_map_lookup_elem(&gw_offcpu_scratch, &zero);
 
 	if (!o)
@@ -61,8 +67,18 @@ static __always_inline void gw_switch_out(struct task_struct *prev, struct task_
 	o->waker_tid = 0;
 	__builtin_memcpy(o->next_comm, next->comm, GW_COMM_LEN);
 	__builtin_memset(o->waker_comm, 0, GW_COMM_LEN);
-	if (bpf_map_update_elem(&gw_offcpu_open, &tid, o, BPF_ANY))
+	/* A preempted thread waits in this CPU's queue from now; a blocked one from its wake-up. */
+	o->wait_cpu = o->preempted ? cpu : GW_NO_CPU;
+	o->first_cpu = o->wait_cpu;
+	o->migrations = 0;
+	o->pad2 = 0;
+	if (bpf_map_update_elem(&gw_offcpu_open, &tid, o, BPF_ANY)) {
 		gw_count(GW_CNT_OFFCPU_FULL);
+		return;
+	}
+	/* Counted only once the record that uncounts it at switch-in is stored. */
+	if (o->preempted)
+		gw_cpu_wait__add(cpu, 1);
 }
 
 static __always_inline void gw_switch_in(struct task_struct *prev, struct task_struct *next,
@@ -75,6 +91,8 @@ static __always_inline void gw_switch_in(struct task_struct *prev, struct task_s
 
 	if (!o)
 		return;
+	if (o->wait_cpu != GW_NO_CPU)
+		gw_cpu_wait__add(o->wait_cpu, -1);
 	dur = now - o->ts;
 	if (dur < gw_cfg.min_offcpu_ns)
 		goto done;
@@ -102,6 +120,10 @@ static __always_inline void gw_switch_in(struct task_struct *prev, struct task_s
 	rec->holder_pid = prev->tgid;
 	rec->holder_tid = prev->pid;
 	__builtin_memcpy(rec->holder_comm, prev->comm, GW_COMM_LEN);
+	rec->wait_cpu = o->first_cpu;
+	rec->migrations = o->migrations;
+	rec->cpus_allowed = next->nr_cpus_allowed;
+	rec->pad3 = 0;
 	gw_submit_event(rec, sizeof(*rec));
 done:
 	bpf_map_delete_elem(&gw_offcpu_open, &tid);
@@ -113,6 +135,7 @@ int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u64 now = bpf_ktime_get_ns();
 
+	gw_cpu_runs__switch(prev, now); /* before this switch's waits begin or end */
 	if (gw_is_tracked(prev->tgid)) {
 		/* before its interval: a batch never waits on a sleeper */
 		gw_flush_launches_of(prev, prev->pid);
@@ -151,6 +174,58 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(gw_sched_waking, struct task_struct *p)
 {
 	gw_note_wakeup(p);
+	return 0;
+}
+
+/*
+ * sched_wakeup, not sched_waking, starts a blocked thread's wait: it fires once the thread is
+ * queued, with task_cpu() the CPU it was queued on (sched_waking fires before the CPU is chosen).
+ * It runs under that CPU's run-queue lock, so it comes before the thread's switch-in there.
+ */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(gw_sched_wakeup, struct task_struct *p)
+{
+	struct gw_offcpu_open *o;
+	__u32 tid, cpu;
+
+	if (!gw_is_tracked(p->tgid))
+		return 0;
+	tid = p->pid;
+	o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
+	/* Already waiting (a wake-up of a preempted thread changes nothing) or not off the CPU. */
+	if (!o || o->wait_cpu != GW_NO_CPU)
+		return 0;
+	cpu = p->thread_info.cpu;
+	if (!gw_cpu_wait__add(cpu, 1))
+		return 0;
+	o->wait_cpu = cpu;
+	o->first_cpu = cpu;
+	return 0;
+}
+
+/*
+ * A waiting thread moved to another CPU's queue (load balancing, an affinity change): its count
+ * moves with it, and user space learns when, to clip the right CPU's runs. The migration that
+ * places a thread being woken comes before sched_wakeup and finds it not yet waiting.
+ */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(gw_sched_migrate, struct task_struct *p, int dest_cpu)
+{
+	struct gw_offcpu_open *o;
+	__u32 tid;
+	__u16 from;
+
+	if (!gw_is_tracked(p->tgid))
+		return 0;
+	tid = p->pid;
+	o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
+	if (!o || o->wait_cpu == GW_NO_CPU || o->wait_cpu == (__u16)dest_cpu)
+		return 0;
+	from = o->wait_cpu;
+	gw_cpu_wait__add(from, -1);
+	o->wait_cpu = gw_cpu_wait__add(dest_cpu, 1) ? dest_cpu : GW_NO_CPU;
+	o->migrations++;
+	gw_emit_wait_migrate(p, from, dest_cpu);
 	return 0;
 }
 

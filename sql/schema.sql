@@ -19,7 +19,8 @@ CREATE TABLE session (
   batches          INTEGER NOT NULL DEFAULT 0,  -- event batches committed so far
   last_event_ns    INTEGER,            -- latest event time (end of interval events) committed
   boot_id          TEXT,
-  mono_to_wall_ns  INTEGER NOT NULL    -- wall = monotonic + this (the one clock conversion)
+  mono_to_wall_ns  INTEGER NOT NULL,   -- wall = monotonic + this (the one clock conversion)
+  online_cpus      INTEGER             -- CPUs online on the traced host at the start (NULL: older file)
 );
 
 CREATE TABLE apis (
@@ -86,6 +87,8 @@ CREATE TABLE threads (
   comm          TEXT,
   first_seen_ns INTEGER NOT NULL,
   exit_ns       INTEGER,
+  cpus_allowed  INTEGER,           -- how many CPUs it may run on (its latest affinity); NULL: unknown
+  cpus_allowed_list TEXT,          -- which, as /proc writes them ("0-3,8"); NULL: unknown
   PRIMARY KEY (tid, first_seen_ns)
 );
 
@@ -136,8 +139,11 @@ CREATE TABLE threads (
 --     holder_pid INTEGER,           -- had the CPU when it got it back (0: idle; NULL: not
 --     holder_tid INTEGER,           --   recorded, a trace from before ABI 2)
 --     holder_comm INTEGER,          -- strings.id
---     syscall    INTEGER            -- the syscall it slept in (syscall_names.nr); NULL: none,
---   );                              --   or a trace from before ABI 3
+--     syscall    INTEGER,           -- the syscall it slept in (syscall_names.nr); NULL: none,
+--                                   --   or a trace from before ABI 3
+--     wait_cpu   INTEGER,           -- the CPU whose run queue it first waited in (cpu_runs);
+--     migrations INTEGER            --   moves to another queue meanwhile (wait_migrations);
+--   );                              --   NULL: not counted waiting, or before ABI 5
 --
 --   CREATE TABLE syscalls (
 --     ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
@@ -150,6 +156,23 @@ CREATE TABLE threads (
 --     pid INTEGER NOT NULL, tid INTEGER NOT NULL, cpu INTEGER NOT NULL,
 --     syscall INTEGER,                            -- the syscall it was in; NULL: none
 --     kernel INTEGER NOT NULL                     -- 1: the timer interrupted kernel code
+--   );
+--
+--   -- Who held a CPU while a traced thread waited in its run queue (ABI 5): one row per run of a
+--   -- task on a CPU (switch to switch) during which some traced thread waited for that CPU.
+--   -- Chunked per CPU: cpu_runs_chunks.pid and .tid hold the CPU.
+--   CREATE TABLE cpu_runs (
+--     ts INTEGER NOT NULL, dur INTEGER NOT NULL,  -- the run: from the CPU's previous switch
+--     cpu INTEGER NOT NULL,
+--     pid INTEGER NOT NULL, tid INTEGER NOT NULL, -- the task that ran (0: idle)
+--     comm INTEGER                                -- strings.id: its name then
+--   );
+--
+--   -- A traced thread waiting for a CPU moved to another CPU's run queue (ABI 5).
+--   CREATE TABLE wait_migrations (
+--     ts INTEGER NOT NULL, dur INTEGER NOT NULL,  -- dur: always 0
+--     pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+--     from_cpu INTEGER NOT NULL, to_cpu INTEGER NOT NULL
 --   );
 --
 --   CREATE TABLE block_io (
@@ -224,6 +247,30 @@ CREATE TABLE cpu_samples_chunks (
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX cpu_samples_chunks_tid ON cpu_samples_chunks(tid, ts_min);
+
+-- Added with ABI 5; per CPU (pid = tid = the CPU), see cpu_runs above.
+CREATE TABLE cpu_runs_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
+);
+CREATE INDEX cpu_runs_chunks_tid ON cpu_runs_chunks(tid, ts_min);
+
+-- Added with ABI 5.
+CREATE TABLE wait_migrations_chunks (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  tid     INTEGER NOT NULL,
+  ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
+  end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
+  rows    INTEGER NOT NULL,
+  data    BLOB NOT NULL       -- the encoded rows, sorted by ts
+);
+CREATE INDEX wait_migrations_chunks_tid ON wait_migrations_chunks(tid, ts_min);
 
 -- ---- Per-second rollups ------------------------------------------------------------------------
 -- Written with each chunk of api_calls / offcpu, in the same transaction (src/store/rollups.hpp):

@@ -211,11 +211,19 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                       {static_cast<uint32_t>(q.i64(0)), q.i64(1), q.text(2), q.text(3), q.text(4)});
                 });
   if (!st) return st;
-  st = each_row(
-      db, "SELECT pid, tid, comm FROM threads ORDER BY first_seen_ns", "threads", [&](Query& q) {
-        rows.threads.push_back(
-            {static_cast<uint32_t>(q.i64(0)), static_cast<uint32_t>(q.i64(1)), q.text(2)});
-      });
+  // threads.cpus_allowed came with ABI 5: an older file's statement fails, and goes without.
+  for (const char* cpus : {"coalesce(cpus_allowed, 0)", "0"}) {
+    rows.threads.clear();
+    st = each_row(db,
+                  std::string("SELECT pid, tid, comm, ") + cpus +
+                      " FROM threads ORDER BY first_seen_ns",
+                  "threads", [&](Query& q) {
+                    rows.threads.push_back({static_cast<uint32_t>(q.i64(0)),
+                                            static_cast<uint32_t>(q.i64(1)), q.text(2),
+                                            static_cast<uint32_t>(q.i64(3))});
+                  });
+    if (st) break;
+  }
   if (!st) return st;
   // Latest name first: a thread renamed during the trace is shown by its last name.
   std::reverse(rows.threads.begin(), rows.threads.end());
@@ -343,6 +351,9 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                          s.abi_version = q.i64(10);
                        });
   if (!st) return st.error();
+  // session.online_cpus came with ABI 5; an older file has no such column.
+  (void)each_row(db, "SELECT coalesce(online_cpus, 0) FROM session WHERE id = 1", "session",
+                 [&](Query& q) { rows.session.online_cpus = static_cast<uint32_t>(q.i64(0)); });
   auto bounds = trace_bounds(db);
   if (!bounds) return bounds.error();
   auto window = resolve_window(opt.window, bounds->trace_start_ns, bounds->trace_end_ns,
@@ -468,7 +479,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
                  o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
-                 o_sys = oc["syscall"];
+                 o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"];
   st = scan_chunks(
       pool, *oc.table, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -505,6 +516,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         }
         o.cpu = static_cast<uint16_t>(k.value(o_cpu, r));
         if (!k.is_null(o_sys, r)) o.syscall = static_cast<int16_t>(k.value(o_sys, r));
+        if (!k.is_null(o_wcpu, r)) {
+          o.wait_cpu = static_cast<int16_t>(k.value(o_wcpu, r));
+          o.migrations = static_cast<uint16_t>(k.value(o_migr, r));
+        }
         out.push_back(o);
       },
       rows.offcpu);
@@ -574,6 +589,49 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           out.push_back(s);
         },
         rows.cpu_samples);
+    if (!st) return st.error();
+  }
+  // Who held the CPUs the traced threads waited for: every run overlapping the window, whoever
+  // ran (ABI 5; older files have no such table).
+  if (has_table(db, "cpu_runs_chunks")) {
+    const Columns rc{store::find_chunked_table("cpu_runs")};
+    const uint32_t u_ts = rc["ts"], u_dur = rc["dur"], u_cpu = rc["cpu"], u_pid = rc["pid"],
+                   u_tid = rc["tid"], u_comm = rc["comm"];
+    st = scan_chunks(
+        pool, *rc.table, from, to, Keep::Most,
+        [&](const store::Chunk& k, uint32_t r, auto& out) {
+          if (!overlaps(k, r, u_ts, u_dur)) return;
+          CpuRunRow u;
+          u.ts = k.value(u_ts, r);
+          u.dur = k.value(u_dur, r);
+          u.cpu = static_cast<uint16_t>(k.value(u_cpu, r));
+          u.pid = static_cast<uint32_t>(k.value(u_pid, r));
+          u.tid = static_cast<uint32_t>(k.value(u_tid, r));
+          u.comm = static_cast<uint32_t>(k.value(u_comm, r));
+          out.push_back(u);
+        },
+        rows.cpu_runs);
+    if (!st) return st.error();
+  }
+  // The moves of waiting threads, from the earliest wait a loaded interval holds: which CPU a
+  // thread waited on at the window's start can depend on a move before it.
+  if (has_table(db, "wait_migrations_chunks")) {
+    int64_t first_wait = from;
+    for (const OffCpuRow& o : rows.offcpu) first_wait = std::min(first_wait, o.end() - o.runq);
+    const Columns mc{store::find_chunked_table("wait_migrations")};
+    const uint32_t m_ts = mc["ts"], m_pid = mc["pid"], m_tid = mc["tid"], m_from = mc["from_cpu"],
+                   m_to = mc["to_cpu"];
+    st = scan_chunks(
+        pool, *mc.table, first_wait, to, Keep::Most,
+        [&](const store::Chunk& k, uint32_t r, auto& out) {
+          const auto pid = static_cast<uint32_t>(k.value(m_pid, r));
+          const int64_t ts = k.value(m_ts, r);
+          if (!keep(pid) || ts < first_wait || ts >= to) return;
+          out.push_back({ts, pid, static_cast<uint32_t>(k.value(m_tid, r)),
+                         static_cast<uint16_t>(k.value(m_from, r)),
+                         static_cast<uint16_t>(k.value(m_to, r))});
+        },
+        rows.wait_migrations);
     if (!st) return st.error();
   }
   // Retransmits are a host-wide signal (often from softirq context, pid 0): keep them all.

@@ -344,6 +344,13 @@ void prepare_rows(TraceRows& rows) {
   sort_by_tid_ts(rows.reclaim);
   std::stable_sort(rows.tcp.begin(), rows.tcp.end(),
                    [](const TcpRetransRow& a, const TcpRetransRow& b) { return a.ts < b.ts; });
+  // The loader reads cpu_runs chunk by chunk of each CPU: usually in order already.
+  auto by_cpu_ts = [](const CpuRunRow& a, const CpuRunRow& b) {
+    return a.cpu != b.cpu ? a.cpu < b.cpu : a.ts < b.ts;
+  };
+  if (!std::is_sorted(rows.cpu_runs.begin(), rows.cpu_runs.end(), by_cpu_ts))
+    std::stable_sort(rows.cpu_runs.begin(), rows.cpu_runs.end(), by_cpu_ts);
+  sort_by_tid_ts(rows.wait_migrations);
   rows.prepared = true;
 }
 

@@ -66,14 +66,39 @@ struct OffCpuRow {
   uint32_t other_pid = 0, other_tid = 0;
   uint32_t other_comm = 0;  // strings.id, 0 when unknown
   bool preempted = false;
-  uint16_t cpu = 0;  // where it was switched out (and, with affinity, usually where it resumes)
+  uint16_t cpu = 0;  // where it got the CPU back (recorded at switch-in; usually where it left)
   // Who had the CPU when this thread got it back: the task that kept it waiting in the run
   // queue (pid 0: the idle task, nobody). Recorded at switch-in since ABI 2; in older traces
   // (holder_recorded false) a guess: the task that took the CPU when this one left.
   uint32_t holder_pid = 0, holder_tid = 0, holder_comm = 0;
   bool holder_recorded = false;
   int16_t syscall = -1;  // the system call it left the CPU in; -1: none, or not recorded
+  // The CPU whose run queue its runnable part began in (where it was preempted, or where its
+  // wake-up queued it) and how often it moved queue meanwhile (TraceRows::wait_migrations);
+  // -1: not recorded (a trace before ABI 5, or a wait the kernel side did not count). `cpu` is
+  // where it got the CPU back.
+  int16_t wait_cpu = -1;
+  uint16_t migrations = 0;
   int64_t end() const { return ts + dur; }
+};
+
+// One run of a task on a CPU, from the CPU's previous switch to the switch away from it, during
+// which some traced thread waited in that CPU's run queue (cpu_runs, ABI 5). A CPU's runs never
+// overlap; runs nobody waited for are not recorded.
+struct CpuRunRow {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;  // the task that ran; 0: the idle task
+  uint32_t comm = 0;          // strings.id of its name then; 0: unknown
+  uint16_t cpu = 0;
+  int64_t end() const { return ts + dur; }
+};
+
+// A traced thread waiting for a CPU moved from one CPU's run queue to another's at `ts`
+// (wait_migrations, ABI 5).
+struct WaitMigrationRow {
+  int64_t ts = 0;
+  uint32_t pid = 0, tid = 0;
+  uint16_t from_cpu = 0, to_cpu = 0;
 };
 
 struct SyscallRow {
@@ -137,6 +162,7 @@ struct SessionRow {
   int64_t last_commit_ns = 0;
   int64_t last_event_ns = 0;  // latest event end committed (0 when unknown)
   int64_t abi_version = 0;    // of the agent that wrote it (GW_ABI_VERSION)
+  uint32_t online_cpus = 0;   // CPUs online on the traced host; 0: unknown (older files)
 };
 
 struct ProcessRow {
@@ -148,6 +174,7 @@ struct ProcessRow {
 struct ThreadRow {
   uint32_t pid = 0, tid = 0;
   std::string comm;
+  uint32_t cpus_allowed = 0;  // how many CPUs it may run on (its latest affinity); 0: unknown
 };
 
 struct LossRow {
@@ -207,6 +234,11 @@ struct TraceRows {
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
   std::vector<CpuSampleRow> cpu_samples;
+  // Every task's runs on a CPU a traced thread waited for, overlapping the window (any process:
+  // the holders are whoever ran), sorted by (cpu, ts); and the moves of waiting threads between
+  // run queues, sorted by (tid, ts). Read them through CpuHolders (cpu_holders.hpp).
+  std::vector<CpuRunRow> cpu_runs;
+  std::vector<WaitMigrationRow> wait_migrations;
   // Per stack id (stack_frames), where the call or sample came from: the first frame outside
   // the GPU and C/C++ runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train".
   // Empty without --stacks.

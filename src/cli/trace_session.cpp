@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "catalog/api_catalog.hpp"
@@ -58,6 +59,8 @@ store::SessionInfo make_session_info(const TraceOptions& opt, const ClockConvert
   s.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
   s.start_ns = wall_ns();
   s.mono_to_wall_ns = clock.offset();
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  s.online_cpus = online > 0 ? static_cast<uint32_t>(online) : 0;
   return s;
 }
 
@@ -101,8 +104,10 @@ class Recorder {
     }
     if constexpr (requires { e.pid; e.tid; }) {
       if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
+      else if constexpr (std::is_same_v<E, CpuRun>) return;  // any task of the host
       else see(e.pid, e.tid, e.ts);
     }
+    if constexpr (std::is_same_v<E, OffCpu>) note_cpus(e.pid, e.tid, e.cpus_allowed);
     if constexpr (std::is_same_v<E, ApiCall> || std::is_same_v<E, CpuSample>) {
       if (e.stack_id >= 0 && read_stack_ && stacks_.insert(e.stack_id).second)
         new_stacks_.emplace_back(e.stack_id, e.pid);
@@ -143,12 +148,29 @@ class Recorder {
       std::string comm = read_first_line("/proc/" + std::to_string(pid) + "/task/" +
                                          std::to_string(tid) + "/comm");
       (void)w_->upsert_thread(pid, tid, comm, ts);
+      const discover::AllowedCpus cpus = discover::read_allowed_cpus(pid, tid);
+      if (cpus.count) {
+        cpus_[tid] = cpus.count;
+        (void)w_->set_thread_cpus(pid, tid, cpus.count, cpus.list);
+      }
     }
+  }
+
+  // The kernel's count of the CPUs a thread may run on, at each of its switch-ins: a change
+  // (sched_setaffinity after the thread was named) is stored with the list /proc then shows.
+  void note_cpus(uint32_t pid, uint32_t tid, uint32_t count) {
+    if (count == 0) return;
+    uint32_t& known = cpus_[tid];
+    if (known == count) return;
+    known = count;
+    discover::AllowedCpus now = discover::read_allowed_cpus(pid, tid);
+    (void)w_->set_thread_cpus(pid, tid, count, now.count == count ? now.list : std::string());
   }
 
   std::unique_ptr<store::TraceWriter> w_;
   std::mutex mu_;
   std::set<uint32_t> pids_, tids_;
+  std::unordered_map<uint32_t, uint32_t> cpus_;  // tid -> CPUs it may run on, as last stored
   std::function<std::vector<uint64_t>(int32_t)> read_stack_;
   std::set<int32_t> stacks_;                              // ids seen (resolved or queued)
   std::vector<std::pair<int32_t, uint32_t>> new_stacks_;  // (id, a pid that used it)

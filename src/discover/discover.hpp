@@ -150,6 +150,16 @@ Result<ProcStat> parse_proc_stat(std::string_view text);
 Result<ProcessInfo> read_process(uint32_t pid);
 std::vector<uint32_t> list_pids();
 
+// The CPUs a thread may run on, from the Cpus_allowed_list line of /proc/PID/task/TID/status
+// ("0-3,8"): the list as written and how many CPUs it names (0 when there is no such line).
+struct AllowedCpus {
+  std::string list;
+  uint32_t count = 0;
+};
+AllowedCpus parse_allowed_cpus(std::string_view status_text);
+// The same for a live thread; count 0 when it is gone.
+AllowedCpus read_allowed_cpus(uint32_t pid, uint32_t tid);
+
 // A GPU library mapping that could not be used, and why.
 struct SkippedLibrary {
   std::string map_path;

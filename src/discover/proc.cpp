@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <set>
 #include <utility>
@@ -226,6 +227,51 @@ Result<std::vector<LibraryFile>> gpu_libraries_of(uint32_t pid,
     libs.push_back(std::move(*lib));
   }
   return libs;
+}
+
+AllowedCpus parse_allowed_cpus(std::string_view text) {
+  constexpr std::string_view kKey = "Cpus_allowed_list:";
+  AllowedCpus out;
+  size_t at = 0;
+  while (at < text.size() && text.compare(at, kKey.size(), kKey) != 0) {
+    const size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) return out;
+    at = nl + 1;
+  }
+  if (at >= text.size()) return out;
+  std::string_view line = text.substr(at + kKey.size());
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  out.list = std::string(line);
+  // Ranges "a-b" and single CPUs "c", comma-separated.
+  uint32_t count = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    uint64_t lo = 0, hi = 0;
+    size_t j = i;
+    while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j])))
+      lo = lo * 10 + static_cast<uint64_t>(line[j++] - '0');
+    if (j == i) return {};  // not a CPU list
+    hi = lo;
+    if (j < line.size() && line[j] == '-') {
+      const size_t k = ++j;
+      hi = 0;
+      while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j])))
+        hi = hi * 10 + static_cast<uint64_t>(line[j++] - '0');
+      if (j == k || hi < lo || hi - lo > 1u << 20) return {};
+    }
+    count += static_cast<uint32_t>(hi - lo + 1);
+    if (j < line.size() && line[j] != ',') return {};
+    i = j + 1;
+  }
+  out.count = count;
+  return out;
+}
+
+AllowedCpus read_allowed_cpus(uint32_t pid, uint32_t tid) {
+  auto text = read_small_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) +
+                              "/status");
+  return text ? parse_allowed_cpus(*text) : AllowedCpus{};
 }
 
 }  // namespace gpuwhy::discover

@@ -47,6 +47,32 @@ struct OffCpu {
   uint32_t holder_pid = 0, holder_tid = 0;  // had the CPU when this thread got it back (0: idle)
   Comm holder_comm{};
   int32_t syscall = -1;  // the system call it was in when it left the CPU, -1: none
+  int32_t wait_cpu = -1;     // the CPU whose run queue it first waited in; -1: not recorded
+  uint16_t migrations = 0;   // moves to another run queue while waiting (WaitMigrate each)
+  uint16_t cpus_allowed = 0;  // how many CPUs it may run on (0: not recorded)
+};
+
+// A task's run on a CPU while a traced thread waited for that CPU: [ts, ts + dur) on `cpu`, the
+// run of (pid, tid) (0: the idle task) from the CPU's previous switch to the switch away from it.
+struct CpuRun {
+  int64_t ts = 0, dur = 0;
+  uint32_t cpu = 0;
+  uint32_t pid = 0, tid = 0;
+  Comm comm{};
+};
+
+// A traced thread waiting for a CPU moved to another CPU's run queue.
+struct WaitMigrate {
+  int64_t ts = 0;
+  uint32_t pid = 0, tid = 0;
+  uint32_t from_cpu = 0, to_cpu = 0;
+};
+
+// A thread of a traced process renamed itself: its name from `ts` on.
+struct TaskRename {
+  int64_t ts = 0;
+  uint32_t pid = 0, tid = 0;
+  Comm comm{};
 };
 
 enum class ProcEventKind : uint8_t { Exec = 1, Fork = 2, Thread = 3, Exit = 4, ThreadExit = 5 };
@@ -114,6 +140,6 @@ struct LibMapped {
 };
 
 using Event = std::variant<ApiCall, OffCpu, ProcEvent, SyscallEvent, BlockIo, TcpRetrans, Reclaim,
-                           CpuSample, LibMapped>;
+                           CpuSample, LibMapped, CpuRun, WaitMigrate, TaskRename>;
 
 }  // namespace gpuwhy

@@ -90,6 +90,9 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384 : 1);
+  // One run-queue wait count per CPU (bpf/cpu_runs.bpf.h), indexed by the kernel's CPU number.
+  bpf_map__set_max_entries(p->skel_->maps.gw_cpu_wait,
+                           static_cast<uint32_t>(std::max(libbpf_num_possible_cpus(), 1)));
 
   // Load one pair of API programs: the uprobe_multi pair where the kernel has it.
   p->multi_ = cfg.uprobe_multi && kernel_has_uprobe_multi();
@@ -146,9 +149,12 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   const Entry entries[] = {
       {HostFamily::Sched, pr->gw_sched_switch, true, true},
       {HostFamily::Sched, pr->gw_sched_waking, true, true},
+      {HostFamily::Sched, pr->gw_sched_wakeup, true, true},
+      {HostFamily::Sched, pr->gw_sched_migrate, true, true},
       {HostFamily::Proc, pr->gw_exec, true, true},
       {HostFamily::Proc, pr->gw_fork, true, true},
       {HostFamily::Proc, pr->gw_exit, true, true},
+      {HostFamily::Proc, pr->gw_task_rename, true, true},
       // sys_enter also carries the library-mapping hint; without it, a dlopen probe gives one.
       {HostFamily::Syscalls, pr->gw_sys_enter, cfg.syscalls, false},
       {HostFamily::Syscalls, pr->gw_sys_exit, cfg.syscalls, false},

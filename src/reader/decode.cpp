@@ -52,6 +52,9 @@ std::string_view kind_name(uint16_t kind) {
     case GW_EV_LIB_MAP: return "lib_map";
     case GW_EV_CPU_SAMPLE: return "cpu_sample";
     case GW_EV_LAUNCH_BATCH: return "launch_batch";
+    case GW_EV_CPU_RUN: return "cpu_run";
+    case GW_EV_WAIT_MIGRATE: return "wait_migrate";
+    case GW_EV_TASK_RENAME: return "task_rename";
   }
   return "unknown";
 }
@@ -132,6 +135,9 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.holder_tid = r.holder_tid;
       e.holder_comm = to_comm(r.holder_comm);
       e.syscall = r.syscall;
+      e.wait_cpu = r.wait_cpu == GW_NO_CPU ? -1 : r.wait_cpu;
+      e.migrations = r.migrations;
+      e.cpus_allowed = r.cpus_allowed;
       out = std::move(e);
       return DecodeStatus::Ok;
     }
@@ -216,6 +222,24 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       gw_reclaim r{};
       if (!load(data, size, r)) return DecodeStatus::TooShort;
       out = Reclaim{ts, static_cast<int64_t>(r.duration_ns), h.pid, h.tid, r.nr_reclaimed};
+      return DecodeStatus::Ok;
+    }
+    case GW_EV_CPU_RUN: {
+      gw_cpu_run r{};
+      if (!load(data, size, r)) return DecodeStatus::TooShort;
+      out = CpuRun{ts, static_cast<int64_t>(r.duration_ns), h.cpu, h.pid, h.tid, to_comm(r.comm)};
+      return DecodeStatus::Ok;
+    }
+    case GW_EV_WAIT_MIGRATE: {
+      gw_wait_migrate r{};
+      if (!load(data, size, r)) return DecodeStatus::TooShort;
+      out = WaitMigrate{ts, h.pid, h.tid, r.from_cpu, r.to_cpu};
+      return DecodeStatus::Ok;
+    }
+    case GW_EV_TASK_RENAME: {
+      gw_task_rename r{};
+      if (!load(data, size, r)) return DecodeStatus::TooShort;
+      out = TaskRename{ts, h.pid, h.tid, to_comm(r.comm)};
       return DecodeStatus::Ok;
     }
     case GW_EV_LIB_MAP: {

@@ -12,16 +12,24 @@ namespace {
 constexpr std::array<std::string_view, 18> kApiCalls = {
     "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
     "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags"};
-constexpr std::array<std::string_view, 18> kOffCpu = {
-    "ts",         "dur",        "runq",       "pid",        "tid",        "cpu",
-    "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",  "waker_pid",
-    "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall"};
+constexpr std::array<std::string_view, 20> kOffCpu = {
+    "ts",         "dur",        "runq",       "pid",        "tid",         "cpu",
+    "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",
+    "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall",
+    "wait_cpu",   "migrations"};
 constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid", "nr", "ret", "arg0"};
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
 constexpr std::array<std::string_view, 8> kCpuSamples = {
     "ts", "dur", "pid", "tid", "cpu", "syscall", "kernel", "stack_id"};
+
+// Who held a CPU while a traced thread waited for it: chunked per CPU, not per thread (the key
+// columns pid and tid of the table spec both name `cpu`, so a chunk's pid and tid hold its CPU):
+// the rows are read by CPU and time, and the holders are any task of the host.
+constexpr std::array<std::string_view, 6> kCpuRuns = {"ts", "dur", "cpu", "pid", "tid", "comm"};
+constexpr std::array<std::string_view, 6> kWaitMigrations = {"ts",       "dur",   "pid",
+                                                             "tid",      "from_cpu", "to_cpu"};
 
 // What the per-call views joined apis for: GROUP BY name then needs no join and no sorter.
 constexpr std::array<ChunkedLabel, 3> kApiLabels = {{
@@ -31,13 +39,15 @@ constexpr std::array<ChunkedLabel, 3> kApiLabels = {{
 }};
 static_assert(kApiCalls[4] == "api");
 
-const std::array<ChunkedTable, 6> kTables = {{
+const std::array<ChunkedTable, 8> kTables = {{
     {"api_calls", kApiCalls, 0, 1, 2, 3, kApiLabels},
     {"offcpu", kOffCpu, 0, 1, 3, 4},
     {"syscalls", kSyscalls, 0, 1, 2, 3},
     {"block_io", kBlockIo, 0, 1, 2, 3},
     {"reclaim", kReclaim, 0, 1, 2, 3},
     {"cpu_samples", kCpuSamples, 0, 1, 2, 3},
+    {"cpu_runs", kCpuRuns, 0, 1, 2, 2},
+    {"wait_migrations", kWaitMigrations, 0, 1, 2, 3},
 }};
 
 }  // namespace

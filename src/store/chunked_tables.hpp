@@ -32,12 +32,14 @@ struct ChunkedLabel {
 struct ChunkedTable {
   std::string_view name;                  // logical table: "api_calls"
   std::span<const std::string_view> columns;  // all INTEGER, in storage order
-  uint32_t ts, dur, pid, tid;             // indexes of the key columns
+  // Indexes of the key columns. A table chunked by something else than the thread names that
+  // column as both pid and tid (cpu_runs: cpu): its chunks' pid and tid columns hold it.
+  uint32_t ts, dur, pid, tid;
   std::span<const ChunkedLabel> labels = {};  // after the columns, in this order
   std::string chunks() const { return std::string(name) + "_chunks"; }
 };
 
-// api_calls, offcpu, syscalls, block_io, reclaim.
+// api_calls, offcpu, syscalls, block_io, reclaim, cpu_samples, cpu_runs, wait_migrations.
 std::span<const ChunkedTable> chunked_tables();
 const ChunkedTable* find_chunked_table(std::string_view name);
 

@@ -150,6 +150,9 @@ void fill_row(RowValues& r, const OffCpu& e, Interner& strings) {
   fill_task(r, 11, e.waker_pid, e.waker_tid, e.waker_comm, strings);
   fill_task(r, 14, e.holder_pid, e.holder_tid, e.holder_comm, strings);
   r.opt(17, e.syscall >= 0, e.syscall);
+  // Where it waited for the CPU (ABI 5; NULL: it was not counted waiting, or an older agent).
+  r.opt(18, e.wait_cpu >= 0, e.wait_cpu);
+  r.opt(19, e.wait_cpu >= 0, e.migrations);
 }
 
 void fill_row(RowValues& r, const SyscallEvent& e, Interner&) {
@@ -196,6 +199,26 @@ void fill_row(RowValues& r, const CpuSample& e, Interner&) {
   r.opt(5, e.syscall >= 0, e.syscall);
   r.set(6, e.kernel ? 1 : 0);
   r.opt(7, e.stack_id >= 0, e.stack_id);
+}
+
+void fill_row(RowValues& r, const CpuRun& e, Interner& strings) {
+  r.set(0, e.ts);
+  r.set(1, e.dur);
+  r.set(2, e.cpu);
+  r.set(3, e.pid);
+  r.set(4, e.tid);
+  const std::string_view name = comm_view(e.comm);
+  const int64_t id = name.empty() ? 0 : strings.id(name);
+  r.opt(5, id > 0, id);
+}
+
+void fill_row(RowValues& r, const WaitMigrate& e, Interner&) {
+  r.set(0, e.ts);
+  r.set(1, 0);
+  r.set(2, e.pid);
+  r.set(3, e.tid);
+  r.set(4, e.from_cpu);
+  r.set(5, e.to_cpu);
 }
 
 void fill_row(RowValues& r, const Reclaim& e, Interner&) {
@@ -285,7 +308,8 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
   for (const ChunkedTable& spec : chunked_tables()) {
     auto sink = ChunkSink::prepare(db, spec);
     static_assert(sink_index<ApiCall>() == 0 && sink_index<Reclaim>() == 4 &&
-                  sink_index<CpuSample>() == 5);
+                  sink_index<CpuSample>() == 5 && sink_index<CpuRun>() == 6 &&
+                  sink_index<WaitMigrate>() == 7);
     if (!sink) return sink.error();
     t.sinks_.push_back(std::move(sink.value()));
   }
@@ -305,6 +329,21 @@ Result<EventTables> EventTables::prepare(sqlite3* db) {
       "preparing thread exits");
   if (!texit) return texit.error();
   t.thread_exit_ = std::move(texit.value());
+  // A rename: the last name wins, on the thread's live row and, for a main thread, its process.
+  auto trename = Stmt::prepare(
+      db,
+      "UPDATE threads SET comm = ?3 WHERE rowid = (SELECT rowid FROM threads WHERE tid = ?2 "
+      "AND pid = ?1 AND exit_ns IS NULL ORDER BY first_seen_ns DESC LIMIT 1)",
+      "preparing thread renames");
+  if (!trename) return trename.error();
+  t.thread_rename_ = std::move(trename.value());
+  auto prename = Stmt::prepare(
+      db,
+      "UPDATE processes SET comm = ?3 WHERE rowid = (SELECT rowid FROM processes WHERE pid = ?2 "
+      "AND start_ns <= ?1 ORDER BY start_ns DESC LIMIT 1)",
+      "preparing process renames");
+  if (!prename) return prename.error();
+  t.process_rename_ = std::move(prename.value());
   return t;
 }
 
@@ -341,6 +380,21 @@ Status EventTables::write_proc(const ProcEvent& e) {
   return {};
 }
 
+Status EventTables::write_rename(const TaskRename& e) {
+  const std::string_view name = comm_view(e.comm);
+  if (name.empty()) return {};
+  thread_rename_.i64(1, e.pid);
+  thread_rename_.i64(2, e.tid);
+  thread_rename_.text(3, name);
+  if (thread_rename_.run() != SQLITE_DONE) return sqlite_error(db_, "writing threads");
+  if (e.tid != e.pid) return {};
+  process_rename_.i64(1, e.ts);
+  process_rename_.i64(2, e.pid);
+  process_rename_.text(3, name);
+  if (process_rename_.run() != SQLITE_DONE) return sqlite_error(db_, "writing processes");
+  return {};
+}
+
 Status EventTables::write(std::span<const Event> events, Interner& strings, int64_t now_ns) {
   RowValues row;
   Status st;
@@ -352,6 +406,8 @@ Status EventTables::write(std::span<const Event> events, Interner& strings, int6
             st = write_tcp(e, strings);
           } else if constexpr (std::is_same_v<T, ProcEvent>) {
             st = write_proc(e);
+          } else if constexpr (std::is_same_v<T, TaskRename>) {
+            st = write_rename(e);
           } else if constexpr (requires { fill_row(row, e, strings); }) {
             row.nulls = 0;
             fill_row(row, e, strings);

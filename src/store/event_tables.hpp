@@ -72,6 +72,7 @@ class EventTables {
  private:
   Status write_tcp(const TcpRetrans& e, Interner& strings);
   Status write_proc(const ProcEvent& e);
+  Status write_rename(const TaskRename& e);
   // Position in chunked_tables() of the table that stores event type T.
   template <class T>
   static constexpr size_t sink_index() {
@@ -80,13 +81,16 @@ class EventTables {
     if constexpr (std::is_same_v<T, SyscallEvent>) return 2;
     if constexpr (std::is_same_v<T, BlockIo>) return 3;
     if constexpr (std::is_same_v<T, Reclaim>) return 4;
-    return 5;  // CpuSample
+    if constexpr (std::is_same_v<T, CpuSample>) return 5;
+    if constexpr (std::is_same_v<T, CpuRun>) return 6;
+    return 7;  // WaitMigrate
   }
 
   sqlite3* db_ = nullptr;
   Stmt tcp_insert_, proc_insert_;  // the row tables: tcp_retrans, proc_events
   std::vector<ChunkSink> sinks_;  // in chunked_tables() order
   Stmt process_exit_, thread_exit_;
+  Stmt thread_rename_, process_rename_;
 };
 
 }  // namespace gpuwhy::store

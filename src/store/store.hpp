@@ -37,6 +37,7 @@ struct SessionInfo {
   std::string boot_id;
   int64_t start_ns = 0;
   int64_t mono_to_wall_ns = 0;
+  uint32_t online_cpus = 0;  // 0: unknown (NULL)
 };
 
 // One frame of a captured user stack (stack_frames).
@@ -84,6 +85,9 @@ class TraceWriter {
   Status set_probe_family(std::string_view family, std::string_view state, std::string_view detail);
   Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
+  // The CPUs the thread's live row may run on (threads.cpus_allowed, cpus_allowed_list): count
+  // 0 leaves them as they are; an empty list (not known for this count) is stored as NULL.
+  Status set_thread_cpus(uint32_t pid, uint32_t tid, uint32_t count, const std::string& list);
   // The frames of resolved stacks, in one transaction (a stack written again is replaced).
   Status write_stack_frames(std::span<const StackFrameRow> frames);
 

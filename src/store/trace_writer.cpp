@@ -72,7 +72,7 @@ struct TraceWriter::Impl {
     tables.reset();
     strings.reset();
     for (Stmt* st : {&begin, &commit, &rollback, &session_commit, &lib_insert, &lib_id, &lib_probe,
-                     &lib_counts, &proc_upsert, &thread_update, &thread_insert, &loss_clear,
+                     &lib_counts, &proc_upsert, &thread_update, &thread_insert, &thread_cpus, &loss_clear,
                      &loss_insert, &count_clear, &count_insert})
       *st = Stmt();
     sqlite3_close_v2(db);
@@ -85,7 +85,8 @@ struct TraceWriter::Impl {
   std::optional<Interner> strings;
   Stmt begin, commit, rollback, session_commit;
   // Metadata statements, prepared on first use.
-  Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, thread_update, thread_insert;
+  Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, thread_update, thread_insert,
+      thread_cpus;
   Stmt loss_clear, loss_insert, count_clear, count_insert;
   std::atomic<uint64_t> failed_events = 0;  // rows and events lost to failed transactions
   bool finished = false;
@@ -140,7 +141,8 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
     auto ins = Stmt::prepare(
         db,
         "INSERT INTO session(id, status, host, kernel, agent_version, abi_version, command_line, "
-        "pid_filter, start_ns, boot_id, mono_to_wall_ns) VALUES (1,'recording',?,?,?,?,?,?,?,?,?)",
+        "pid_filter, start_ns, boot_id, mono_to_wall_ns, online_cpus) "
+        "VALUES (1,'recording',?,?,?,?,?,?,?,?,?,?)",
         "preparing the session row");
     if (!ins) return ins.error();
     ins->text(1, s.host);
@@ -152,6 +154,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
     ins->i64(7, s.start_ns);
     ins->text_or_null(8, s.boot_id);
     ins->i64(9, s.mono_to_wall_ns);
+    ins->opt(10, s.online_cpus > 0, s.online_cpus);
     if (ins->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
   }
   if (auto st = exec(db, "PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT",
@@ -243,7 +246,8 @@ Status TraceWriter::transaction(Fn body, std::span<const Event> events) {
   m.strings->clear_failure();
   m.failed_events += m.tables->rolled_back_rows();
   for (const Event& ev : events)
-    if (std::holds_alternative<TcpRetrans>(ev) || std::holds_alternative<ProcEvent>(ev))
+    if (std::holds_alternative<TcpRetrans>(ev) || std::holds_alternative<ProcEvent>(ev) ||
+        std::holds_alternative<TaskRename>(ev))
       ++m.failed_events;
   return err;
 }
@@ -413,6 +417,25 @@ Status TraceWriter::upsert_thread(uint32_t pid, uint32_t tid, const std::string&
   ins->text_or_null(3, comm);
   ins->i64(4, first_seen_ns);
   return ins->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing threads");
+}
+
+Status TraceWriter::set_thread_cpus(uint32_t pid, uint32_t tid, uint32_t count,
+                                    const std::string& list) {
+  if (count == 0) return {};
+  Impl& m = *impl_;
+  Error err;
+  Stmt* upd = cached(m.db, m.thread_cpus,
+                     "UPDATE threads SET cpus_allowed = ?3, cpus_allowed_list = ?4 "
+                     "WHERE rowid = (SELECT rowid FROM threads "
+                     "WHERE tid = ?2 AND pid = ?1 AND exit_ns IS NULL "
+                     "ORDER BY first_seen_ns DESC LIMIT 1)",
+                     err);
+  if (!upd) return err;
+  upd->i64(1, pid);
+  upd->i64(2, tid);
+  upd->i64(3, count);
+  upd->text_or_null(4, list);
+  return upd->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing threads");
 }
 
 Status TraceWriter::set_counts(std::span<const LossCount> losses,

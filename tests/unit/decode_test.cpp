@@ -122,6 +122,57 @@ TEST(Decode, OffCpuKeepsCulpritsAndTaskNames) {
   EXPECT_EQ(o.cpu, 1u);
 }
 
+// ABI 5: where an interval's runnable part waited, the runs of the CPUs it waited for, the moves
+// between run queues, and renames.
+TEST(Decode, CpuHolderRecords) {
+  gw_offcpu o{};
+  o.hdr = header(GW_EV_OFFCPU, sizeof(o));
+  o.duration_ns = 9'000;
+  o.runq_ns = 9'000;
+  o.preempted = 1;
+  o.wait_cpu = 3;
+  o.migrations = 2;
+  o.cpus_allowed = 1;
+  Event ev;
+  ASSERT_EQ(decode_record(&o, sizeof(o), kClock, ev), DecodeStatus::Ok);
+  const auto& off = std::get<OffCpu>(ev);
+  EXPECT_EQ(off.wait_cpu, 3);
+  EXPECT_EQ(off.migrations, 2u);
+  EXPECT_EQ(off.cpus_allowed, 1u);
+  o.wait_cpu = GW_NO_CPU;
+  ASSERT_EQ(decode_record(&o, sizeof(o), kClock, ev), DecodeStatus::Ok);
+  EXPECT_EQ(std::get<OffCpu>(ev).wait_cpu, -1);
+
+  gw_cpu_run run{};
+  run.hdr = header(GW_EV_CPU_RUN, sizeof(run));
+  run.duration_ns = 4'000'000;
+  std::strcpy(run.comm, "other_job");
+  ASSERT_EQ(decode_record(&run, sizeof(run), kClock, ev), DecodeStatus::Ok);
+  const auto& r = std::get<CpuRun>(ev);
+  EXPECT_EQ(r.ts, 1'000'000'005'000);
+  EXPECT_EQ(r.dur, 4'000'000);
+  EXPECT_EQ(r.cpu, 1u);
+  EXPECT_EQ(r.pid, 42u);
+  EXPECT_EQ(r.tid, 43u);
+  EXPECT_EQ(comm_view(r.comm), "other_job");
+  EXPECT_EQ(kind_name(GW_EV_CPU_RUN), "cpu_run");
+
+  gw_wait_migrate m{};
+  m.hdr = header(GW_EV_WAIT_MIGRATE, sizeof(m));
+  m.from_cpu = 0;
+  m.to_cpu = 2;
+  ASSERT_EQ(decode_record(&m, sizeof(m), kClock, ev), DecodeStatus::Ok);
+  EXPECT_EQ(std::get<WaitMigrate>(ev).to_cpu, 2u);
+  EXPECT_EQ(std::get<WaitMigrate>(ev).tid, 43u);
+
+  gw_task_rename n{};
+  n.hdr = header(GW_EV_TASK_RENAME, sizeof(n));
+  std::memset(n.comm, 'x', sizeof(n.comm));  // unterminated: cut at 15
+  ASSERT_EQ(decode_record(&n, sizeof(n), kClock, ev), DecodeStatus::Ok);
+  EXPECT_EQ(comm_view(std::get<TaskRename>(ev).comm), std::string(15, 'x'));
+  EXPECT_EQ(decode_record(&n, sizeof(n) - 1, kClock, ev), DecodeStatus::SizeMismatch);
+}
+
 TEST(Decode, RejectsShortUnknownAndOversizedRecords) {
   gw_api_call r{};
   r.hdr = header(GW_EV_API_CALL, sizeof(r));

@@ -157,6 +157,22 @@ TEST(DiscoverProcStat, MalformedLines) {
   EXPECT_FALSE(parse_proc_stat("x (a) S 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5").ok());
 }
 
+TEST(DiscoverAllowedCpus, ParsesTheStatusLine) {
+  const AllowedCpus a =
+      parse_allowed_cpus("Name:\tx\nCpus_allowed:\t0f\nCpus_allowed_list:\t0-3,8,10-11\nMems:\t1\n");
+  EXPECT_EQ(a.list, "0-3,8,10-11");
+  EXPECT_EQ(a.count, 7u);
+  EXPECT_EQ(parse_allowed_cpus("Cpus_allowed_list:\t5").count, 1u);
+  EXPECT_EQ(parse_allowed_cpus("Name:\tx\n").count, 0u);         // no such line
+  EXPECT_EQ(parse_allowed_cpus("Cpus_allowed_list:\t3-1\n").count, 0u);  // not a range
+  EXPECT_EQ(parse_allowed_cpus("Cpus_allowed_list:\tx\n").count, 0u);
+  // Ourselves: as many as sched_getaffinity says.
+  cpu_set_t set;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
+  const auto self = static_cast<uint32_t>(::getpid());
+  EXPECT_EQ(read_allowed_cpus(self, self).count, static_cast<uint32_t>(CPU_COUNT(&set)));
+}
+
 TEST(DiscoverProcess, ReadsOurselves) {
   auto p = read_process(static_cast<uint32_t>(::getpid()));
   ASSERT_TRUE(p.ok()) << p.error().line();

@@ -193,10 +193,12 @@ TEST(StoreOpen, FinishLeavesOneCompleteIndexedFile) {
                  "'sqlite_autoindex%' ORDER BY name"),
             (Rows{{"api_calls_chunks_tid"},
                   {"block_io_chunks_tid"},
+                  {"cpu_runs_chunks_tid"},
                   {"cpu_samples_chunks_tid"},
                   {"offcpu_chunks_tid"},
                   {"reclaim_chunks_tid"},
-                  {"syscalls_chunks_tid"}}));
+                  {"syscalls_chunks_tid"},
+                  {"wait_migrations_chunks_tid"}}));
   // Reading a finished trace leaves nothing behind next to it.
   f.reset();
   w.reset();

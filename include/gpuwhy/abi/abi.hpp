@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 4);
+static_assert(GW_ABI_VERSION == 5);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -25,7 +25,9 @@ static_assert(offsetof(gw_api_call, ret) == 96);
 static_assert(offsetof(gw_api_call, out) == 104);
 static_assert(offsetof(gw_api_call, api) == 112);
 static_assert(offsetof(gw_api_call, stack_id) == 116);
-static_assert(sizeof(gw_offcpu) == 128);
+static_assert(sizeof(gw_offcpu) == 136);
+static_assert(offsetof(gw_offcpu, wait_cpu) == 128);
+static_assert(offsetof(gw_offcpu, cpus_allowed) == 132);
 static_assert(offsetof(gw_offcpu, syscall) == 98);
 static_assert(offsetof(gw_offcpu, holder_pid) == 104);
 static_assert(offsetof(gw_offcpu, prev_state) == 40);
@@ -60,3 +62,7 @@ static_assert(offsetof(gw_launch_batch, n) == 24);
 static_assert(offsetof(gw_launch_batch, items) == 32);
 static_assert(sizeof(gw_launch_batch) == 32 + 32 * GW_LAUNCH_BATCH);
 static_assert(offsetof(gw_config, sample_period_ns) == 40);
+static_assert(sizeof(gw_cpu_run) == 24 + 8 + 16);
+static_assert(offsetof(gw_cpu_run, comm) == 32);
+static_assert(sizeof(gw_wait_migrate) == 24 + 8);
+static_assert(sizeof(gw_task_rename) == 24 + 16);

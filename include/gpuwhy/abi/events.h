@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 4
+#define GW_ABI_VERSION 5
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -34,6 +34,9 @@ enum gw_event_kind {
 	GW_EV_LIB_MAP = 10,    /* a GPU runtime library was mapped executable */
 	GW_EV_CPU_SAMPLE = 11, /* a traced thread found running by the CPU sampling timer (ABI 3) */
 	GW_EV_LAUNCH_BATCH = 12, /* kernel launches of one thread, 32 bytes each (ABI 4) */
+	GW_EV_CPU_RUN = 13,      /* who held a CPU a traced thread waited for, switch to switch (ABI 5) */
+	GW_EV_WAIT_MIGRATE = 14, /* a waiting traced thread moved to another CPU's run queue (ABI 5) */
+	GW_EV_TASK_RENAME = 15,  /* a traced thread renamed itself (prctl PR_SET_NAME) (ABI 5) */
 };
 
 struct gw_event_header {
@@ -139,6 +142,43 @@ struct gw_offcpu {
 	__u32 holder_pid;
 	__u32 holder_tid;
 	char holder_comm[GW_COMM_LEN];
+	/* The CPU whose run queue the thread first waited in (where it was preempted, or where its
+	 * wake-up queued it); GW_NO_CPU when it was not counted waiting (see gw_cpu_run). ABI 5. */
+	__u16 wait_cpu;
+	/* How often it moved to another run queue while waiting (one gw_wait_migrate each). */
+	__u16 migrations;
+	/* task->nr_cpus_allowed at switch-in: how many CPUs it may run on. */
+	__u16 cpus_allowed;
+	__u16 pad3;
+};
+
+#define GW_NO_CPU 0xffff
+
+/*
+ * Who held a CPU while a traced thread waited in its run queue (ABI 5). While at least one traced
+ * thread waits on a CPU (or one came or left since that CPU's last switch), every sched_switch on
+ * it emits the task it switches away from with the time since the CPU's previous switch: that
+ * task's whole run there. User space clips the runs to each thread's waits (offcpu's runnable
+ * tail on wait_cpu, then on the CPU of each gw_wait_migrate) to know by time who held the CPU.
+ */
+struct gw_cpu_run {
+	struct gw_event_header hdr; /* ts = the run began; pid/tid = the task that ran (0: idle) */
+	__u64 duration_ns;          /* until the switch away from it */
+	char comm[GW_COMM_LEN];
+};
+
+/* A traced thread waiting for a CPU was moved to another CPU's run queue (load balancing). */
+struct gw_wait_migrate {
+	struct gw_event_header hdr; /* ts = the move; pid/tid = the thread */
+	__u32 from_cpu;
+	__u32 to_cpu;
+};
+
+/* A thread of a traced process renamed itself (prctl PR_SET_NAME, pthread_setname_np); on the
+ * lifecycle ring. */
+struct gw_task_rename {
+	struct gw_event_header hdr; /* pid/tid = the thread */
+	char comm[GW_COMM_LEN];     /* its new name */
 };
 
 /* ---- process lifecycle --------------------------------------------------------------------- */

@@ -88,6 +88,46 @@ Loader::~Loader() {
   stop_process(pid_);
 }
 
+Neighbour::Neighbour(int cpu, uint64_t period_ns, uint64_t run_ns) {
+  other_pid_ = fork();
+  if (other_pid_ < 0) {
+    std::perror("sim_train: fork");
+    std::exit(1);
+  }
+  if (other_pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    pin_this_thread(cpu);
+    // Seen by the tracer under the parent's name first: its naps are off-CPU intervals.
+    for (int i = 0; i < 30; ++i) gwsim::sleep_ns(10'000'000);
+    prctl(PR_SET_NAME, "other_job");
+    for (uint64_t burst = 0;; ++burst) {
+      gwsim::burn_cpu_ns(1'000'000 + (burst * 7919 % 5) * 1'000'000);  // 1..5 ms
+      gwsim::sleep_ns(100'000);
+    }
+  }
+  thread_ = std::thread([this, cpu, period_ns, run_ns] { helper(cpu, period_ns, run_ns); });
+  while (helper_tid_.load() == 0) gwsim::sleep_ns(100'000);
+  // The other job has its new name before the trainer steps.
+  gwsim::sleep_ns(350'000'000);
+}
+
+Neighbour::~Neighbour() {
+  stop_ = true;
+  thread_.join();
+  stop_process(other_pid_);
+}
+
+void Neighbour::helper(int cpu, uint64_t period_ns, uint64_t run_ns) {
+  name_this_thread("cuda-EvtHandlr");
+  pin_this_thread(cpu);
+  helper_tid_ = gettid();
+  while (!stop_.load()) {
+    gwsim::sleep_ns(period_ns);
+    gwsim::burn_cpu_ns(run_ns);
+    wakeups_.fetch_add(1);
+  }
+}
+
 void read_batch(int fd, void* buf, size_t n) {
   auto* out = static_cast<char*>(buf);
   for (size_t off = 0; off < n;) {

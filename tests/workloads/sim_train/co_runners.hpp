@@ -74,6 +74,31 @@ class Loader {
   pid_t pid_ = 0;
 };
 
+// The neighbour scenario's co-runners on one CPU: a thread of this process named like a GPU
+// runtime's helper ("cuda-EvtHandlr") that wakes every `period_ns` and runs `run_ns`, preempting
+// whoever runs; and a child process of "another job" that first sleeps in short naps under this
+// process's name (so a tracer names it early), then renames itself "other_job" (prctl) and runs
+// in bursts of 1-5 ms with 100 us sleeps between them. Both pinned to `cpu`; stopped on
+// destruction.
+class Neighbour {
+ public:
+  Neighbour(int cpu, uint64_t period_ns, uint64_t run_ns);
+  Neighbour(const Neighbour&) = delete;
+  Neighbour& operator=(const Neighbour&) = delete;
+  ~Neighbour();
+  pid_t helper_tid() const { return helper_tid_.load(); }
+  pid_t other_pid() const { return other_pid_; }
+  uint64_t helper_wakeups() const { return wakeups_.load(); }
+
+ private:
+  void helper(int cpu, uint64_t period_ns, uint64_t run_ns);
+  std::atomic<bool> stop_{false};
+  std::atomic<pid_t> helper_tid_{0};
+  std::atomic<uint64_t> wakeups_{0};
+  pid_t other_pid_ = 0;
+  std::thread thread_;
+};
+
 // Reads exactly `n` bytes from `fd` (a batch from the loader); exits the process on EOF or error.
 void read_batch(int fd, void* buf, size_t n);
 

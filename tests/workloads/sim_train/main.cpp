@@ -5,7 +5,8 @@
 //   {"workload":"sim_train","scenario":..,"pid":..,"rank":..,"trainer_tids":[..],"steps":..,
 //    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
 //    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
-//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..}
+//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..,"helper_tid":..,
+//    "helper_wakeups":..,"other_job_pid":..}
 // Run with --help for the options.
 #include <unistd.h>
 
@@ -27,7 +28,8 @@ namespace {
 double per_second(uint64_t count, uint64_t ns) { return ns ? count * 1e9 / ns : 0; }
 
 void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::Trainer>>& ts,
-                   pid_t hog_pid, const gw::CkptWriter* ckpt, pid_t loader_pid) {
+                   pid_t hog_pid, const gw::CkptWriter* ckpt, pid_t loader_pid,
+                   const gw::Neighbour* neighbour) {
   std::vector<uint64_t> tids;
   uint64_t steps = 0, launches = 0, start = ~0ull, end = 0, save_ns = 0;
   for (const auto& t : ts) {
@@ -63,7 +65,10 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
           .num("ckpt_writer_tid", ckpt ? ckpt->tid() : 0)
           .num("ckpt_holds", ckpt ? ckpt->holds() : 0)
           .num("loader_pid", loader_pid)
-          .num("save_ns", save_ns));
+          .num("save_ns", save_ns)
+          .num("helper_tid", neighbour ? neighbour->helper_tid() : 0)
+          .num("helper_wakeups", neighbour ? neighbour->helper_wakeups() : 0)
+          .num("other_job_pid", neighbour ? neighbour->other_pid() : 0));
 }
 
 }  // namespace
@@ -101,6 +106,12 @@ int main(int argc, char** argv) {
     shared.input_fd = loader->fd();
   }
 
+  std::unique_ptr<gw::Neighbour> neighbour;
+  if (s.scenario == gw::Scenario::kNeighbour) {
+    // The runtime's helper wakes every 300 us and runs 4 us.
+    shared.on_setup = [&] { neighbour = std::make_unique<gw::Neighbour>(s.cpu, 300'000, 4'000); };
+  }
+
   std::vector<std::unique_ptr<gw::Trainer>> trainers;
   for (int i = 0; i < s.threads; ++i) trainers.push_back(std::make_unique<gw::Trainer>(shared, i));
   std::vector<std::thread> threads;
@@ -109,7 +120,8 @@ int main(int argc, char** argv) {
 
   hog.stop();
   if (shared.comm != nullptr) gw::check_nccl(ncclCommDestroy(shared.comm), "ncclCommDestroy");
-  print_summary(s, trainers, hog_pid, ckpt.get(), loader ? loader->pid() : 0);
+  print_summary(s, trainers, hog_pid, ckpt.get(), loader ? loader->pid() : 0, neighbour.get());
+  neighbour.reset();
   ckpt.reset();
   return 0;
 }

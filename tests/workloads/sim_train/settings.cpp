@@ -24,15 +24,17 @@ constexpr Named kScenarios[] = {
     {"straggler", Scenario::kStraggler},
     {"input-stall", Scenario::kInputStall},
     {"inline-save", Scenario::kInlineSave},
+    {"neighbour", Scenario::kNeighbour},
 };
 
 constexpr const char* kUsage =
     "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler|\n"
-    "  input-stall|inline-save]\n"
+    "  input-stall|inline-save|neighbour]\n"
     "  [--steps N (200) | --seconds S] [--threads N (1)] [--wait-file PATH]\n"
     "  step shape: [--prep-us N (500)] [--overhead-us N (10)] [--optimizer-us N (150)]\n"
     "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
-    "  contention, launch-drop: [--cpu N (0)] [--hog-threads N (1; launch-drop 6)]\n"
+    "  contention, launch-drop, neighbour: [--cpu N (0)]\n"
+    "  contention, launch-drop: [--hog-threads N (1; launch-drop 6)]\n"
     "  transfer: [--transfer-mib N (32)]   alloc-churn: [--alloc-buffers N (4)] [--alloc-mib N "
     "(8)]\n"
     "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"

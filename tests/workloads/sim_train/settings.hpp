@@ -21,6 +21,7 @@ enum class Scenario {
   kStraggler,   // N rank processes all-reduce every step; one rank arrives late
   kInputStall,  // the dispatch thread reads each batch from a pipe a slow loader process fills
   kInlineSave,  // the dispatch thread writes a checkpoint file itself every few steps (on-CPU)
+  kNeighbour,   // pinned to one CPU with the runtime's helper thread and another job's busy process
 };
 
 const char* scenario_name(Scenario s);

@@ -34,8 +34,11 @@ void Trainer::run() {
   name_this_thread(index_ == 0 ? "trainer" : "trainer-" + std::to_string(index_));
   stats_.tid = gettid();
   const Scenario sc = s_.scenario;
-  if (sc == Scenario::kContention || sc == Scenario::kLaunchDrop) pin_this_thread(s_.cpu);
+  if (sc == Scenario::kContention || sc == Scenario::kLaunchDrop || sc == Scenario::kNeighbour)
+    pin_this_thread(s_.cpu);
   setup();
+  // The process is traced from its first GPU call on: what it forks now is traced too.
+  if (index_ == 0 && shared_.on_setup) shared_.on_setup();
   stats_.start_ns = gwsim::now_ns();
   const uint64_t deadline = stats_.start_ns + static_cast<uint64_t>(s_.seconds * 1e9);
   for (uint64_t i = 0; s_.seconds > 0 ? gwsim::now_ns() < deadline : i < s_.steps; ++i) {

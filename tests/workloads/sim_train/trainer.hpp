@@ -39,6 +39,7 @@ struct Shared {
   std::mutex dispatch_mutex;         // lock: taken before every launch batch
   ncclComm_t comm = nullptr;         // straggler
   std::function<void()> on_halfway;  // launch-drop: starts the co-runner (trainer 0 calls it)
+  std::function<void()> on_setup;    // neighbour: starts the co-runners (trainer 0 calls it)
   int input_fd = -1;                 // input-stall: the loader's pipe
   uint64_t start_ns = 0;
 };

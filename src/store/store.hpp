@@ -84,6 +84,10 @@ class TraceWriter {
   Status set_probe_family(std::string_view family, std::string_view state, std::string_view detail);
   Status upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns);
   Status upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm, int64_t first_seen_ns);
+  // A process whose GPU runtime `library` was probed only after the process had mapped it
+  // (startup_gaps; cause: hold_timeout, not_held, found_late).
+  Status add_startup_gap(uint32_t pid, std::string_view cause, std::string_view library,
+                         int64_t at_ns);
   // The frames of resolved stacks, in one transaction (a stack written again is replaced).
   Status write_stack_frames(std::span<const StackFrameRow> frames);
 

@@ -119,13 +119,13 @@ TEST_F(Startup, ChurnRecordsEveryGpuCall) {
   Agent agent(db, {}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   RunResult w = run({workload("churn"), "--gpu", workload("first_call"), "--lib-dir", lib_dir,
-                     "--procs", "3000", "--gpu-every", "10", "--calls", "10", "--parallel", "4"},
+                     "--procs", "3000", "--gpu-every", "10", "--calls", "10", "--parallel", "8"},
                     {}, 240);
   ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  std::printf("%s", w.out.c_str());
   const json out = first_json_line(w.out);
-  ASSERT_EQ(out["failed"].get<int>(), 0);
-  std::printf("churn: %s processes/s\n", std::to_string(out["procs_per_s"].get<int64_t>()).c_str());
+  ASSERT_EQ(out["failed"].get<int64_t>(), 0);
   auto f = open_trace(db);
   ASSERT_TRUE(f);
   const int64_t recorded = scalar(*f, "SELECT count(*) FROM api_calls c JOIN libraries l ON "
@@ -153,7 +153,7 @@ TEST_F(Startup, TracedCommandIsSeenFromItsFirstCallAndPassesItsStatus) {
   const std::string pid = std::to_string(out["pid"].get<int>());
   auto f = open_trace(db);
   ASSERT_TRUE(f);
-  EXPECT_EQ((*f)->status(), "complete");
+  EXPECT_EQ(f->status(), "complete");
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls WHERE pid = " + pid), 5) << r.err;
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
                        "a.name = 'cudaMalloc' AND c.bytes = 31337 AND c.pid = " + pid),
@@ -185,7 +185,7 @@ TEST_F(Startup, StopSignalsAreForwardedToTheCommand) {
   EXPECT_EQ(agent.stop(SIGTERM), 128 + SIGTERM) << agent.stderr_text();
   auto f = open_trace(db);
   ASSERT_TRUE(f);
-  EXPECT_EQ((*f)->status(), "complete");
+  EXPECT_EQ(f->status(), "complete");
 }
 
 // -p takes a comma-separated list as well as repeats.
@@ -197,7 +197,7 @@ TEST_F(Startup, PidListIsCommaSeparated) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto f = open_trace(db);
   ASSERT_TRUE(f);
-  const auto [lo, hi] = std::minmax(a.pid(), b.pid());
+  const pid_t lo = std::min(a.pid(), b.pid()), hi = std::max(a.pid(), b.pid());
   EXPECT_EQ(text(*f, "SELECT pid_filter FROM session"),
             std::to_string(lo) + "," + std::to_string(hi));
   a.stop(SIGKILL);

@@ -8,7 +8,8 @@
 // failed: children that did not exit 0 (their calls are not in gpu_calls' promise).
 //
 // usage: churn --gpu PROGRAM --lib-dir DIR [--procs N (3000)] [--gpu-every K (10)]
-//              [--calls C (10)] [--parallel P (4)]
+//              [--calls C (10)] [--parallel P (8)]
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,10 +48,10 @@ int main(int argc, char** argv) {
   const gw::Args args(argc, argv, {"gpu", "lib-dir", "procs", "gpu-every", "calls", "parallel"},
                       {},
                       "--gpu PROGRAM --lib-dir DIR [--procs N (3000)] [--gpu-every K (10)] "
-                      "[--calls C (10)] [--parallel P (4)]");
+                      "[--calls C (10)] [--parallel P (8)]");
   if (!args.has("gpu") || !args.has("lib-dir")) args.fail("--gpu and --lib-dir are required");
   const uint64_t procs = args.u64("procs", 3000), every = args.u64("gpu-every", 10);
-  const uint64_t calls = args.u64("calls", 10), parallel = args.u64("parallel", 4);
+  const uint64_t calls = args.u64("calls", 10), parallel = args.u64("parallel", 8);
   if (every == 0 || parallel == 0) args.fail("--gpu-every and --parallel must be at least 1");
 
   std::vector<std::string> gpu_argv = {args.str("gpu", ""), "--calls", std::to_string(calls)};
@@ -59,15 +60,19 @@ int main(int argc, char** argv) {
   auto gpu_args = pointers(gpu_argv), plain_args = pointers(true_argv);
   auto gpu_envp = pointers(gpu_env);
 
+  // The children's output is not ours: one JSON line, the summary, is what churn prints.
+  posix_spawn_file_actions_t quiet;
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t started = 0, running = 0, gpu_procs = 0, failed = 0;
   while (started < procs || running > 0) {
     if (started < procs && running < parallel) {
       const bool gpu = started % every == 0;
       pid_t pid = 0;
-      const int rc = gpu ? posix_spawn(&pid, gpu_args[0], nullptr, nullptr, gpu_args.data(),
+      const int rc = gpu ? posix_spawn(&pid, gpu_args[0], &quiet, nullptr, gpu_args.data(),
                                        gpu_envp.data())
-                         : posix_spawn(&pid, plain_args[0], nullptr, nullptr, plain_args.data(),
+                         : posix_spawn(&pid, plain_args[0], &quiet, nullptr, plain_args.data(),
                                        environ);
       ++started;
       if (rc != 0) {

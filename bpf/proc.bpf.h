@@ -14,8 +14,9 @@ int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	struct gw_proc_exec *rec;
 
-	/* Every exec is reported: a new process may be about to load a GPU runtime. */
-	if (p->tgid == gw_cfg.self_pid)
+	/* Every exec is reported: a new process may be about to load a GPU runtime. With --pid, only
+	 * the traced processes' (and their children's): no other process is looked at. */
+	if (p->tgid == gw_cfg.self_pid || (gw_cfg.filter_pids && !gw_is_tracked(p->tgid)))
 		return 0;
 	/* The old image's launches, under the thread id that made them. */
 	if (gw_is_tracked(p->tgid))
@@ -186,6 +187,118 @@ int gw_dlopen_return(struct pt_regs *ctx)
 
 	if (PT_REGS_RC(ctx) && (pid_tgid >> 32) != gw_cfg.self_pid)
 		gw_emit_lib_hint(pid_tgid, 0, 0, NULL);
+	return 0;
+}
+
+/*
+ * Nothing lost at start-up. The dynamic linker calls _dl_debug_state (the debugger's r_brk) after
+ * it maps the initial libraries and around every dlopen, before any of the new code runs
+ * (constructors come later). A uprobe there looks through the process's executable mappings for
+ * a GPU runtime file user space does not know yet (gw_known_libs); if there is one, it holds the
+ * process (SIGSTOP to this thread stops the whole group before it returns to user space) and
+ * tells user space, which attaches to the file, marks it known and continues the process. Each
+ * new file holds one process for a few milliseconds; files already known cost the walk only.
+ */
+struct gw_file_key {
+	__u64 inode;
+	__u32 dev; /* the kernel's dev_t of the mapped inode (major << 20 | minor) */
+	__u32 pad;
+};
+
+/* GPU runtime files user space has attached to or looked at: (dev, inode) of the mapped inode. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct gw_file_key);
+	__type(value, __u32);
+} gw_known_libs SEC(".maps");
+
+/* Set by user space: 0 tells user space about a new file without holding the process. */
+const volatile __u32 gw_hold_new_libs = 1;
+
+/* Open-coded VMA iterator (Linux 6.7); weak, so the object loads where it is missing and user
+ * space leaves this program out (the dlopen hint and the scans remain). */
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+#define GW_VM_EXEC 0x4
+#define GW_SIGSTOP 19
+#define GW_W8(a, b, c, d, e, f, g, h)                                                          \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 | \
+	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)
+
+/*
+ * gw_is_gpu_runtime on whole words, without a branch: the walk runs once per mapping inside an
+ * iterator loop, and a branch per character made the verifier give up on it.
+ */
+static __always_inline bool gw_is_gpu_runtime_words(__u64 w0, __u64 w1)
+{
+	const __u64 m7 = 0x00ffffffffffffffull, m3 = 0xffffff;
+
+	return ((w0 == GW_W8('l', 'i', 'b', 'c', 'u', 'd', 'a', 'r')) & ((w1 & 0xff) == 't')) |
+	       (w0 == GW_W8('l', 'i', 'b', 'c', 'u', 'd', 'a', '.')) |
+	       ((w0 & m7) == GW_W8('l', 'i', 'b', 'n', 'c', 'c', 'l', 0)) |
+	       ((w0 == GW_W8('l', 'i', 'b', 'a', 'm', 'd', 'h', 'i')) &
+		((w1 & m3) == GW_W8('p', '6', '4', 0, 0, 0, 0, 0)));
+}
+
+SEC("uprobe")
+int gw_rtld_debug_state(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	char found_name[GW_LIB_NAME_LEN] = {};
+	struct gw_file_key key = {}, found = {};
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct gw_lib_map *rec;
+	__u32 tgid = task->tgid, flags;
+	__u64 w[2];
+
+	if (tgid == gw_cfg.self_pid || (gw_cfg.filter_pids && !gw_is_tracked(tgid)))
+		return 0;
+	bpf_iter_task_vma_new(&it, task, 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		struct file *file;
+
+		if (!(vma->vm_flags & GW_VM_EXEC))
+			continue;
+		file = vma->vm_file;
+		if (!file)
+			continue;
+		w[0] = w[1] = 0;
+		bpf_probe_read_kernel_str(w, sizeof(w), BPF_CORE_READ(file, f_path.dentry, d_name.name));
+		if (!gw_is_gpu_runtime_words(w[0], w[1]))
+			continue;
+		key.inode = BPF_CORE_READ(file, f_inode, i_ino);
+		key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+		if (bpf_map_lookup_elem(&gw_known_libs, &key))
+			continue;
+		found = key;
+		bpf_probe_read_kernel_str(found_name, sizeof(found_name),
+					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
+		break;
+	}
+	bpf_iter_task_vma_destroy(&it);
+	if (!found.inode)
+		return 0;
+	/* The record first: a process is never stopped without user space being told to continue
+	 * it. No room: not held; a later scan finds the file (and counts the process as late). */
+	rec = gw_reserve_lifecycle(sizeof(*rec));
+	if (!rec)
+		return 0;
+	gw_fill_header(&rec->hdr, GW_EV_LIB_MAP, sizeof(*rec), bpf_ktime_get_ns(), tgid, task->pid);
+	rec->inode = found.inode;
+	rec->dev = found.dev;
+	rec->pad = 0;
+	__builtin_memcpy(rec->name, found_name, GW_LIB_NAME_LEN);
+	/* A debugger's tracee is not stopped behind its back (the debugger would see our SIGSTOP). */
+	flags = GW_LIB_NOT_HELD;
+	if (gw_hold_new_libs && !task->ptrace && bpf_send_signal_thread(GW_SIGSTOP) == 0)
+		flags = GW_LIB_HELD;
+	rec->hdr.flags = flags;
+	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
 

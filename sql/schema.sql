@@ -352,3 +352,17 @@ CREATE TABLE losses (
 
 -- Events received per source (kind), for the summary and for sanity checks.
 CREATE TABLE event_counts (source TEXT PRIMARY KEY, count INTEGER NOT NULL);
+
+-- Processes whose GPU runtime file was probed only after they had mapped it, so that their first
+-- calls may be missing (docs/architecture.md, "New library files"); added after schema 2's first
+-- files. cause: hold_timeout (held at the dynamic linker's hook and continued after the bound,
+-- before the probes were attached), not_held (mapped at the hook but not held: a debugger's
+-- tracee, or trace --no-hold), found_late (found by a scan: a process whose dynamic linker has no
+-- hook, such as a container's, or a hint lost to a full ring). losses counts them per cause
+-- (source 'discovery': processes, not events). at: wall ns of the attach (or of giving up).
+CREATE TABLE startup_gaps (
+  pid     INTEGER NOT NULL,
+  cause   TEXT NOT NULL,
+  library TEXT,
+  at      INTEGER NOT NULL
+);

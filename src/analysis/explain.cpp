@@ -180,16 +180,27 @@ std::string family_evidence(std::string_view family) {
 
 std::vector<Caveat> caveats_for(const TraceRows& rows) {
   std::vector<Caveat> out;
-  uint64_t lost = 0;
-  std::string parts;
+  uint64_t lost = 0, late = 0;
+  std::string parts, late_parts;
   for (const LossRow& l : rows.losses) {
-    lost += l.count;
-    if (!parts.empty()) parts += ", ";
-    parts += l.source + "/" + l.cause + " " + fmt_count(l.count);
+    // Source "discovery" counts processes whose runtime was probed after they mapped it.
+    const bool processes = l.source == "discovery";
+    (processes ? late : lost) += l.count;
+    if (l.count == 0 && processes) continue;
+    std::string& p = processes ? late_parts : parts;
+    if (!p.empty()) p += ", ";
+    p += processes ? l.cause + " " + fmt_count(l.count)
+                   : l.source + "/" + l.cause + " " + fmt_count(l.count);
   }
   if (lost > 0) {
     out.push_back({"lost_events", fmt_count(lost) + " events were lost while tracing (" + parts +
                                       "): counts and times are lower bounds"});
+  }
+  if (late > 0) {
+    out.push_back({"startup_gaps", fmt_count(late) + " processes may have made GPU calls before "
+                                       "their runtime was probed (" + late_parts +
+                                       "; table startup_gaps names them): their first calls "
+                                       "may be missing"});
   }
   const TimeWindow& w = rows.window;
   if (rows.live) {
@@ -207,6 +218,7 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                    "and sleeps cannot be seen"});
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
+    if (f.family == "rtld_hook") continue;  // what it cost is counted: the startup_gaps caveat
     if (f.family.starts_with(store::kEntryOnlyFamilyPrefix)) {  // trace --entry-only CATEGORY
       const std::string category = f.family.substr(store::kEntryOnlyFamilyPrefix.size());
       out.push_back({"entry_only", category + " calls were recorded at entry only (trace " +

@@ -31,6 +31,9 @@ struct TraceFlags {
   std::vector<std::string> with, without;
   bool quiet = false;
   std::string ready_file;
+  std::vector<std::string> command;
+  bool no_hold = false;
+  uint32_t hold_bound_ms = 2000;
 };
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
@@ -42,7 +45,8 @@ void add_trace_command(CLI::App& root, Runner& run) {
   auto* cmd = root.add_subcommand(
       "trace", "Record GPU API calls and what the host did to the calling threads (needs root)");
   cmd->add_option("-d,--duration", flags->duration, "How long to trace, e.g. 30s, 5m (default: until Ctrl-C)");
-  cmd->add_option("-p,--pid", flags->pids, "Only these processes (repeatable); default: every process using a GPU runtime");
+  cmd->add_option("-p,--pid", flags->pids, "Only these processes and their children (repeatable or comma-separated); default: every process using a GPU runtime")
+      ->delimiter(',');
   cmd->add_option("-o,--out", flags->out, "Trace file to write")->capture_default_str();
   cmd->add_option("--lib", flags->libs, "Also probe this GPU runtime library file (repeatable)");
   cmd->add_option("--ring-mb", flags->ring_mb, "Event ring buffer size in MiB (power of two)")->capture_default_str();
@@ -89,6 +93,16 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
   cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
   cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
+  cmd->add_flag("--no-hold", flags->no_hold,
+                "Do not stop a process that maps a GPU runtime not yet probed until it is (its "
+                "first calls may then be missed; they are counted per process)");
+  cmd->add_option("--hold-bound-ms", flags->hold_bound_ms,
+                  "Continue a held process after this long even if its runtime is not probed yet "
+                  "(counted)")
+      ->group("");
+  cmd->add_option("command", flags->command,
+                  "A command to launch and trace from its first instruction, after --: only it "
+                  "and its descendants are traced, and gpuwhy exits with its status");
 
   cmd->callback([flags, cmd, &run] {
     run = [flags] {
@@ -139,6 +153,11 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.status_line = !flags->quiet;
       opt.command_line = invocation();
       opt.ready_file = flags->ready_file;
+      opt.command = flags->command;
+      opt.hold_new_libs = !flags->no_hold;
+      if (flags->hold_bound_ms == 0 || flags->hold_bound_ms > 60000)
+        return fail("--hold-bound-ms must be from 1 to 60000", 2);
+      opt.hold_bound_ms = flags->hold_bound_ms;
       return run_trace(opt);
     };
     (void)cmd;

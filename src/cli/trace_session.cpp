@@ -2,6 +2,7 @@
 #include "cli/trace_session.hpp"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
@@ -22,12 +23,15 @@
 
 #include "catalog/api_catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/launched_command.hpp"
+#include "cli/process_holds.hpp"
 #include "cli/trace_summary.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/stop.hpp"
 #include "discover/discover.hpp"
 #include "discover/symbolize.hpp"
+#include "gpuwhy/abi/events.h"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
 #include "store/store.hpp"
@@ -45,7 +49,8 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
-store::SessionInfo make_session_info(const TraceOptions& opt, const ClockConverter& clock) {
+store::SessionInfo make_session_info(const TraceOptions& opt, const std::set<uint32_t>& pids,
+                                     const ClockConverter& clock) {
   store::SessionInfo s;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -55,7 +60,7 @@ store::SessionInfo make_session_info(const TraceOptions& opt, const ClockConvert
   s.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
   s.agent_version = GPUWHY_VERSION;
   s.command_line = opt.command_line;
-  for (uint32_t pid : opt.pids) s.pid_filter += (s.pid_filter.empty() ? "" : ",") + std::to_string(pid);
+  for (uint32_t pid : pids) s.pid_filter += (s.pid_filter.empty() ? "" : ",") + std::to_string(pid);
   s.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
   s.start_ns = wall_ns();
   s.mono_to_wall_ns = clock.offset();
@@ -184,10 +189,20 @@ class TraceSession {
 
  private:
   Status validate() const;
-  void attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid);
-  void scan_process(uint32_t pid);
+  // True when the library was attached now (not before).
+  bool attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid);
+  // Attaches the GPU runtimes `pid` maps; the paths of those attached now.
+  std::vector<std::string> scan_process(uint32_t pid);
+  // scan_process, counting a process found with a runtime not probed before it mapped it.
+  void scan_late(uint32_t pid);
   void scan_all();
   void handle_hints();
+  // A runtime file new to the dynamic linker's hook, mapped by a process held for it or not.
+  void on_new_file(const LibMapped& m);
+  void note_gap(uint32_t pid, const char* cause, const std::string& library);
+  // After the last drain: no hint left unanswered keeps a process stopped.
+  void continue_held_in(std::vector<Event> hints);
+  int finish_command(int trace_status);
   void writer_loop();
   reader::RingReader::Options reader_options();
   void flush_counts();
@@ -206,6 +221,10 @@ class TraceSession {
   std::set<uint32_t> dlopen_scan_due_;  // pids with a scan due (dlopen hints are coalesced)
   uint32_t probes_attached_ = 0;
   uint64_t batches_at_stop_ = 0;  // launch batches read from task storage after the probes left
+  std::unique_ptr<LaunchedCommand> command_;  // trace -- CMD
+  std::unique_ptr<ProcessHolds> holds_;
+  bool started_ = false;  // the initial scan is done: a runtime found later was found late
+  std::atomic<uint64_t> hold_timeout_{0}, not_held_{0}, found_late_{0};
 };
 
 Status TraceSession::validate() const {
@@ -227,14 +246,17 @@ Status TraceSession::validate() const {
   return {};
 }
 
-void TraceSession::attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid) {
+bool TraceSession::attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid) {
+  // Known to the dynamic linker's hook under the identity its mappings show, attached or not.
+  if (lib.map_inode) (void)probes_->mark_known(major(lib.map_dev), minor(lib.map_dev), lib.map_inode);
+  (void)probes_->mark_known(major(lib.dev), minor(lib.dev), lib.inode);
   const auto key = std::make_pair(lib.dev, lib.inode);
-  if (libs_.count(key)) return;
+  if (libs_.count(key)) return false;
   std::lock_guard lock(rec_->mu());
   auto id = rec_->writer().add_library(lib, wall_ns(), seen_in_pid);
   if (!id) {
     spdlog::warn("cannot record library {}: {}", lib.path, id.error().line());
-    return;
+    return false;
   }
   libs_[key] = *id;
   uint32_t ok = 0, failed = 0;
@@ -252,22 +274,63 @@ void TraceSession::attach_library(const discover::LibraryFile& lib, uint32_t see
   probes_attached_ += ok;
   spdlog::info("probing {} ({} functions{})", lib.path, ok,
                failed ? ", " + std::to_string(failed) + " failed" : "");
+  return true;
 }
 
-void TraceSession::scan_process(uint32_t pid) {
-  if (!pid_filter_.empty() && !pid_filter_.count(pid)) return;
+std::vector<std::string> TraceSession::scan_process(uint32_t pid) {
+  // With a pid filter: the given processes and the children the kernel tracks with them.
+  if (!pid_filter_.empty() && !pid_filter_.count(pid) && !probes_->is_tracked(pid)) return {};
   auto libs = discover::gpu_libraries_of(pid);
-  if (!libs || libs->empty()) return;
-  for (const auto& lib : *libs) attach_library(lib, pid);
+  if (!libs || libs->empty()) return {};
+  std::vector<std::string> attached;
+  for (const auto& lib : *libs)
+    if (attach_library(lib, pid)) attached.push_back(lib.path);
   (void)probes_->track_pid(pid);
+  return attached;
+}
+
+// A runtime the scans attach after the trace began was mapped, and perhaps called, unprobed:
+// the dynamic linker's hook did not see it (another ld.so, a lost hint).
+void TraceSession::scan_late(uint32_t pid) {
+  const std::vector<std::string> attached = scan_process(pid);
+  if (started_ && !attached.empty()) note_gap(pid, "found_late", attached.front());
 }
 
 void TraceSession::scan_all() {
   if (!pid_filter_.empty()) {
-    for (uint32_t pid : pid_filter_) scan_process(pid);
+    for (uint32_t pid : pid_filter_) scan_late(pid);
     return;
   }
-  for (uint32_t pid : discover::list_pids()) scan_process(pid);
+  for (uint32_t pid : discover::list_pids()) scan_late(pid);
+}
+
+void TraceSession::note_gap(uint32_t pid, const char* cause, const std::string& library) {
+  const std::string_view c = cause;
+  (c == "hold_timeout" ? hold_timeout_ : c == "not_held" ? not_held_ : found_late_)++;
+  spdlog::info("pid {} may have called {} before it was probed ({})", pid, library, cause);
+  std::lock_guard lock(rec_->mu());
+  if (Status s = rec_->writer().add_startup_gap(pid, cause, library, wall_ns()); !s)
+    spdlog::warn("{}", s.error().line());
+}
+
+// The hook found `m`'s file mapped and unknown, before the process ran on. Held: attach, mark the
+// file known (whether or not it could be probed: it must not hold every process), continue.
+void TraceSession::on_new_file(const LibMapped& m) {
+  const bool held = (m.flags & GW_LIB_HELD) != 0;
+  if (held) holds_->held(m.pid);
+  const std::vector<std::string> attached = scan_process(m.pid);
+  (void)probes_->mark_known(m.dev >> 20, m.dev & 0xfffff, m.inode);
+  const std::string lib = attached.empty() ? m.name : attached.front();
+  if (!held) note_gap(m.pid, "not_held", lib);
+  else if (!holds_->release(m.pid)) note_gap(m.pid, "hold_timeout", lib);
+}
+
+void TraceSession::continue_held_in(std::vector<Event> hints) {
+  for (const Event& ev : hints)
+    if (const auto* m = std::get_if<LibMapped>(&ev); m && (m->flags & GW_LIB_HELD)) {
+      ::kill(static_cast<pid_t>(m->pid), SIGCONT);
+      note_gap(m->pid, "hold_timeout", m->name);
+    }
 }
 
 // Exec and library-mapping hints from the kernel: look at that process soon. An mmap hint fires
@@ -278,6 +341,10 @@ void TraceSession::handle_hints() {
   const auto now = SteadyClock::now();
   for (Event& ev : hints_.take()) {
     if (const auto* m = std::get_if<LibMapped>(&ev)) {
+      if (m->flags & (GW_LIB_HELD | GW_LIB_NOT_HELD)) {
+        on_new_file(*m);
+        continue;
+      }
       if (m->inode == 0) {
         if (!dlopen_scan_due_.insert(m->pid).second) continue;
         scans_due_.emplace(now + 20ms, m->pid);
@@ -294,7 +361,7 @@ void TraceSession::handle_hints() {
     const uint32_t pid = scans_due_.begin()->second;
     scans_due_.erase(scans_due_.begin());
     dlopen_scan_due_.erase(pid);
-    scan_process(pid);
+    scan_late(pid);
   }
 }
 
@@ -341,6 +408,10 @@ TraceCounts TraceSession::counts() const {
   c.decode_errors = st.decode_errors.load();
   c.write_errors = rec_->writer().lost_rows();
   c.batches_at_stop = batches_at_stop_;
+  c.held = holds_ ? holds_->held_total() : 0;
+  c.hold_timeout = hold_timeout_.load();
+  c.not_held = not_held_.load();
+  c.found_late = found_late_.load();
   return c;
 }
 
@@ -352,13 +423,22 @@ void TraceSession::flush_counts() {
 
 int TraceSession::run() {
   if (Status v = validate(); !v) return fail(v.error().line());
+  // The command first, before any thread: it waits on a pipe until the probes are in place.
+  if (!opt_.command.empty()) {
+    auto c = LaunchedCommand::fork_waiting(opt_.command);
+    if (!c) return fail(c.error().line());
+    command_ = std::move(c.value());
+    pid_filter_.insert(static_cast<uint32_t>(command_->pid()));
+  }
   pid_filter_.insert(opt_.pids.begin(), opt_.pids.end());
   install_stop_signals();
+  if (command_) forward_stop_signals_to(command_->pid());
   const auto t0 = SteadyClock::now();
   clock_ = ClockConverter::calibrate();
 
   probes::ProbeConfig cfg;
-  cfg.filter_pids = !opt_.pids.empty();
+  cfg.filter_pids = !pid_filter_.empty();
+  cfg.hold_new_libs = opt_.hold_new_libs;
   cfg.capture_stacks = opt_.stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
   // A launch that reads its memory words has a record of its own; every other launch waits in
@@ -378,8 +458,13 @@ int TraceSession::run() {
   if (!probes) return fail(probes.error().line());
   probes_ = std::move(probes.value());
   for (const auto& w : probes_->warnings()) spdlog::warn("{}", w);
+  if (!probes_->has_rtld_hook())
+    spdlog::warn("no dynamic linker hook ({}): a runtime at a new path is found after the process "
+                 "mapped it, and its first calls may be missed (counted as found_late)",
+                 probes_->rtld_hook_detail());
+  holds_ = std::make_unique<ProcessHolds>(std::chrono::milliseconds(opt_.hold_bound_ms));
 
-  auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, clock_));
+  auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, pid_filter_, clock_));
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
   if (opt_.stacks) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
@@ -389,6 +474,11 @@ int TraceSession::run() {
         !s)
       return fail(s.error().line());
   }
+  // Whether runtimes at new paths are seen as they are mapped (and their processes held).
+  if (Status s = rec_->writer().set_probe_family(
+          "rtld_hook", probes_->has_rtld_hook() ? "on" : "failed", probes_->rtld_hook_detail());
+      !s)
+    return fail(s.error().line());
   // How the API probes were attached: an offline reader of the file may want to know.
   if (Status s = rec_->writer().set_probe_family(
           "api_uprobes", "on",
@@ -431,7 +521,7 @@ int TraceSession::run() {
   });
 
   // Tracked before the first scan so their scheduling is recorded from the start.
-  for (uint32_t pid : opt_.pids) (void)probes_->track_pid(pid);
+  for (uint32_t pid : pid_filter_) (void)probes_->track_pid(pid);
   for (const std::string& path : opt_.libs) {
     auto lib = discover::describe_library(path);
     if (lib) attach_library(*lib, 0);
@@ -440,19 +530,27 @@ int TraceSession::run() {
   if (opt_.host_libraries && pid_filter_.empty())
     for (const auto& lib : discover::host_gpu_libraries()) attach_library(lib, 0);
   scan_all();
+  started_ = true;
   const auto attached_after = SteadyClock::now() - t0;
   spdlog::info("probes attached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                attached_after).count());
 
   if (!opt_.ready_file.empty()) std::ofstream(opt_.ready_file) << getpid() << "\n";
+  if (command_) {
+    if (Status s = command_->start(); !s) {
+      request_stop();
+      spdlog::error("{}", s.error().line());
+    }
+  }
 
   StatusLine status(opt_.status_line);
   auto next_full_scan = SteadyClock::now() + 10s;
   const auto deadline = opt_.duration_ns > 0 ? t0 + std::chrono::nanoseconds(opt_.duration_ns)
                                              : SteadyClock::time_point::max();
   while (!stop_requested() && SteadyClock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
+    hints_.wait(20ms);  // at once for a process held at the dynamic linker's hook
     handle_hints();
+    if (command_ && command_->poll()) break;  // the command ended: so does its trace
     if (SteadyClock::now() >= next_full_scan) {  // backstop for anything the hints missed
       scan_all();
       next_full_scan = SteadyClock::now() + 10s;
@@ -476,6 +574,8 @@ int TraceSession::run() {
   }
   reader_stop = true;
   reader_thread.join();
+  holds_->release_all();
+  continue_held_in(hints_.take());
   for (const auto& b : *open_batches) reader_->inject(b.data(), b.size());
   batches_at_stop_ = open_batches->size();
   queue_.close();
@@ -491,7 +591,22 @@ int TraceSession::run() {
   print_summary(stderr, SteadyClock::now() - t0, final_counts, rec_->process_count(),
                 libs_.size(), probes_attached_, rec_->writer().path(),
                 rec_->writer().bytes_on_disk());
-  return 0;
+  return finish_command(0);
+}
+
+// `trace -- CMD` exits with the command's status, as a shell would report it. A trace stopped by
+// --duration waits for the command; one stopped by a second signal leaves it running.
+int TraceSession::finish_command(int trace_status) {
+  if (!command_) return trace_status;
+  if (auto st = command_->poll()) return *st;
+  if (stop_requested()) {
+    spdlog::warn("the trace was stopped; {} (pid {}) is still running", opt_.command.front(),
+                 command_->pid());
+    return 130;
+  }
+  spdlog::info("the trace has ended; waiting for {} (pid {})", opt_.command.front(),
+               command_->pid());
+  return command_->wait();
 }
 
 }  // namespace

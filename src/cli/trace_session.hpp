@@ -34,6 +34,13 @@ struct TraceOptions {
   bool status_line = true;     // only shown on a terminal
   std::string command_line;
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)
+  // trace -- CMD ARGS...: launched once the probes are in place, traced with its descendants;
+  // the trace ends with it and exits with its status.
+  std::vector<std::string> command;
+  // A process mapping a GPU runtime file not yet probed is stopped at the dynamic linker's hook
+  // until it is (at most hold_bound_ms); false: it runs on, and its first calls may be missed.
+  bool hold_new_libs = true;
+  uint32_t hold_bound_ms = 2000;
 };
 
 // Runs a whole trace; returns the exit code (and prints the summary / the one-line error).

@@ -46,12 +46,16 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   for (const BpfLoss& l : kBpfLosses) out.push_back({"bpf", l.cause, bpf[l.counter]});
   out.push_back({"reader", "decode_error", decode_errors});
   out.push_back({"store", "write_error", write_errors});
+  out.push_back({"discovery", "hold_timeout", hold_timeout});
+  out.push_back({"discovery", "not_held", not_held});
+  out.push_back({"discovery", "found_late", found_late});
   return out;
 }
 
 uint64_t TraceCounts::lost() const {
   uint64_t n = 0;
-  for (const auto& l : losses()) n += l.count;
+  for (const auto& l : losses())
+    if (l.source != "discovery") n += l.count;
   return n;
 }
 
@@ -64,6 +68,7 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   out.emplace_back("arg_read_fault", bpf[GW_CNT_READ_FAULT]);
   out.emplace_back("stack_fail", bpf[GW_CNT_STACK_FAIL]);
   out.emplace_back("launch_batch_at_stop", batches_at_stop);
+  out.emplace_back("held_processes", held);
   return out;
 }
 
@@ -111,10 +116,16 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
   } else {
     std::string causes;
     for (const auto& l : c.losses())
-      if (l.count) causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
+      if (l.count && l.source != "discovery") causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
     std::fprintf(out, "gpuwhy: LOST %s events (%s); a larger --ring-mb helps with ring_full\n",
                  with_commas(lost).c_str(), causes.c_str());
   }
+  if (c.late_processes())
+    std::fprintf(out,
+                 "gpuwhy: %s processes may have made GPU calls before their runtime was probed "
+                 "(hold_timeout %s, not_held %s, found_late %s; see startup_gaps)\n",
+                 with_commas(c.late_processes()).c_str(), with_commas(c.hold_timeout).c_str(),
+                 with_commas(c.not_held).c_str(), with_commas(c.found_late).c_str());
   std::fprintf(out, "gpuwhy: wrote %s (%s); next: gpuwhy explain --db %s\n", path.c_str(),
                human_bytes(bytes).c_str(), path.c_str());
 }

@@ -22,10 +22,16 @@ struct TraceCounts {
   uint64_t decode_errors = 0;
   uint64_t write_errors = 0;
   uint64_t batches_at_stop = 0;  // launch batches read from task storage at stop
+  // Processes held at the dynamic linker's hook until their new runtime was probed, and those
+  // whose runtime was probed only after they mapped it (startup_gaps), by cause.
+  uint64_t held = 0;
+  uint64_t hold_timeout = 0, not_held = 0, found_late = 0;
 
-  std::vector<store::LossCount> losses() const;  // every loss cause, zeros included
+  // Every loss cause, zeros included; source "discovery" counts processes, the others events.
+  std::vector<store::LossCount> losses() const;
   std::vector<std::pair<std::string, uint64_t>> event_counts() const;
-  uint64_t lost() const;
+  uint64_t lost() const;  // events
+  uint64_t late_processes() const { return hold_timeout + not_held + found_late; }
 };
 
 class StatusLine {

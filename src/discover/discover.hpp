@@ -188,4 +188,8 @@ std::vector<LibraryFile> host_gpu_libraries(const std::vector<std::string>& dirs
 // another file and are not covered by a probe on this one.
 Result<std::string> host_dlopen_library();
 
+// The host's dynamic linker (ld.so, the interpreter of its dynamically linked programs), resolved
+// to its real path; an error naming the paths tried when there is none.
+Result<std::string> host_dynamic_linker();
+
 }  // namespace gpuwhy::discover

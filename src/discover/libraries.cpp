@@ -202,6 +202,20 @@ Result<std::string> host_dlopen_library() {
                "libraries loaded with dlopen will be found by the periodic scan only"};
 }
 
+Result<std::string> host_dynamic_linker() {
+  static constexpr std::string_view kCandidates[] = {
+      "/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+      "/lib/ld-linux-aarch64.so.1", "/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"};
+  std::string tried;
+  for (std::string_view c : kCandidates) {
+    char buf[PATH_MAX];
+    if (::realpath(std::string(c).c_str(), buf) != nullptr) return std::string(buf);
+    tried += (tried.empty() ? "" : ", ") + std::string(c);
+  }
+  return Error{"no dynamic linker found (" + tried + ")",
+               "runtimes at new paths will be found by the scans, after their first calls"};
+}
+
 std::vector<LibraryFile> host_gpu_libraries(const std::vector<std::string>& dirs) {
   std::vector<LibraryFile> libs;
   std::set<std::pair<uint64_t, uint64_t>> seen;

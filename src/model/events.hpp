@@ -137,6 +137,7 @@ struct LibMapped {
   uint64_t inode = 0;
   uint32_t dev = 0;
   std::string name;
+  uint16_t flags = 0;  // GW_LIB_HELD, GW_LIB_NOT_HELD (the dynamic linker's hook)
 };
 
 using Event = std::variant<ApiCall, OffCpu, ProcEvent, SyscallEvent, BlockIo, TcpRetrans, Reclaim,

@@ -2,6 +2,7 @@
 #include "probes/probes.hpp"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/stat.h>
@@ -40,6 +41,22 @@ int libbpf_to_spdlog(enum libbpf_print_level level, const char* fmt, va_list arg
 }
 
 bool is_power_of_two(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Whether the running kernel has a kfunc (looked up in its BTF).
+bool kernel_has_function(const char* name) {
+  btf* vmlinux = btf__load_vmlinux_btf();
+  if (!vmlinux) return false;
+  const bool has = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
+  btf__free(vmlinux);
+  return has;
+}
+
+// The key of gw_known_libs (bpf/proc.bpf.h).
+struct FileKey {
+  uint64_t inode;
+  uint32_t dev;  // the kernel's dev_t: major << 20 | minor
+  uint32_t pad;
+};
 
 }  // namespace
 
@@ -99,6 +116,11 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   p->entry_only_ = cfg.entry_only_categories;
   p->launch_batch_ = cfg.launch_batch;
   auto* pr = &p->skel_->progs;
+  // The dynamic linker's hook walks a process's mappings with the VMA iterator (Linux 6.7).
+  p->rtld_hook_ = kernel_has_function("bpf_iter_task_vma_new");
+  if (!p->rtld_hook_) p->rtld_detail_ = "the kernel has no VMA iterator (Linux 6.7)";
+  bpf_program__set_autoload(pr->gw_rtld_debug_state, p->rtld_hook_);
+  p->skel_->rodata->gw_hold_new_libs = cfg.hold_new_libs ? 1 : 0;
   bpf_program__set_autoload(pr->gw_api_entry, !p->multi_);
   bpf_program__set_autoload(pr->gw_api_return, !p->multi_);
   bpf_program__set_autoload(pr->gw_api_entry_multi, p->multi_);
@@ -185,7 +207,9 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
     links_.push_back(link);
     note_family(e.family, "on", "");
   }
-  if (!cfg.syscalls) attach_dlopen_hint();
+  // The linker's hook sees every library a process maps, dlopen()ed ones included; the dlopen
+  // return probe (one more uretprobe per dlopen on the host) only stands in for it.
+  if (!attach_rtld_hook() && !cfg.syscalls) attach_dlopen_hint();
   if (cfg.sample_hz) attach_cpu_sampling(cfg.sample_hz);
   else note_family(HostFamily::CpuSamples, "off", "left out (--sample-hz 0)");
   return {};
@@ -275,6 +299,46 @@ void Probes::attach_dlopen_hint() {
                                                    libc->c_str(), *offset, &opts);
   if (!link) return warn(*libc + ": " + std::strerror(errno));
   links_.push_back(link);
+}
+
+bool Probes::attach_rtld_hook() {
+  if (!rtld_hook_) return false;
+  rtld_hook_ = false;
+  auto ld = discover::host_dynamic_linker();
+  if (!ld) {
+    rtld_detail_ = ld.error().what;
+    return false;
+  }
+  auto offset = discover::function_probe_offset(*ld, "_dl_debug_state");
+  if (!offset) {
+    rtld_detail_ = *ld + ": " + offset.error().what;
+    return false;
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false);
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.gw_rtld_debug_state, -1,
+                                                   ld->c_str(), *offset, &opts);
+  if (!link) {
+    rtld_detail_ = *ld + ": " + std::strerror(errno);
+    return false;
+  }
+  links_.push_back(link);
+  rtld_hook_ = true;
+  rtld_detail_ = *ld;
+  return true;
+}
+
+Status Probes::mark_known(uint32_t dev_major, uint32_t dev_minor, uint64_t inode) {
+  const FileKey key{inode, (dev_major << 20) | dev_minor, 0};
+  const uint32_t one = 1;
+  if (bpf_map__update_elem(skel_->maps.gw_known_libs, &key, sizeof(key), &one, sizeof(one),
+                           BPF_ANY) != 0)
+    return errno_error("cannot mark a library known", errno);
+  return {};
+}
+
+bool Probes::is_tracked(uint32_t pid) const {
+  uint32_t v = 0;
+  return bpf_map__lookup_elem(skel_->maps.gw_tracked, &pid, sizeof(pid), &v, sizeof(v), 0) == 0;
 }
 
 std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& lib,

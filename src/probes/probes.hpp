@@ -50,6 +50,9 @@ struct ProbeConfig {
   uint32_t self_pid = 0;
   bool syscalls = false, block_io = true, tcp = true, reclaim = true;
   uint32_t sample_hz = 0;  // CPU samples of traced threads per second and CPU (0: none)
+  // The dynamic linker's hook stops a process that maps a GPU runtime file not yet known until
+  // it is probed (false: user space is told, the process runs on).
+  bool hold_new_libs = true;
 };
 
 // What became of one host family in this trace: on, off (not asked for), or failed (with why).
@@ -83,6 +86,16 @@ class Probes {
   // Marks a process as traced (its threads' scheduling is recorded; with filter_pids, its API
   // calls too).
   Status track_pid(uint32_t pid);
+
+  // Marks a GPU runtime file as known to the dynamic linker's hook (attached, or looked at and
+  // not probeable): mapping it no longer holds a process. The identity /proc/PID/maps shows.
+  Status mark_known(uint32_t dev_major, uint32_t dev_minor, uint64_t inode);
+  // Whether a process is in the kernel's traced set (given, a child of one, or a caller).
+  bool is_tracked(uint32_t pid) const;
+  // Whether the dynamic linker's hook is attached (new runtime files are seen as they are mapped,
+  // and their first process held); when not, rtld_hook_detail() says why.
+  bool has_rtld_hook() const { return rtld_hook_; }
+  const std::string& rtld_hook_detail() const { return rtld_detail_; }
 
   // Removes every probe (the maps stay, so the rings can still be drained).
   void detach_all();
@@ -120,12 +133,17 @@ class Probes {
   // A perf_event timer on every CPU running gw_cpu_sample; a failure turns the family off.
   void attach_cpu_sampling(uint32_t hz);
   void attach_dlopen_hint();
+  // The uprobe on the host dynamic linker's _dl_debug_state; false (rtld_detail_ says why) when
+  // it cannot be had.
+  bool attach_rtld_hook();
   void note_family(HostFamily f, std::string state, std::string detail);
   std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib,
                                                   uint16_t lib_id,
                                                   const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
   bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
+  bool rtld_hook_ = false;      // gw_rtld_debug_state loaded and attached
+  std::string rtld_detail_;
   uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
   bool launch_batch_ = false;    // ProbeConfig::launch_batch
   bool entry_only(const ApiInfo& api) const {

@@ -245,7 +245,8 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
     case GW_EV_LIB_MAP: {
       gw_lib_map r{};
       if (!load(data, size, r)) return DecodeStatus::TooShort;
-      out = LibMapped{ts, h.pid, r.inode, r.dev, bounded_string(r.name, sizeof(r.name))};
+      out = LibMapped{ts, h.pid, r.inode, r.dev, bounded_string(r.name, sizeof(r.name)),
+                      h.flags};
       return DecodeStatus::Ok;
     }
   }

@@ -73,8 +73,9 @@ void RingReader::add(Event ev) {
     else if (const auto* s = std::get_if<CpuSample>(&ev); s && s->stack_id >= 0)
       opt_.on_stack(s->pid, s->stack_id);
   }
-  if (std::holds_alternative<LibMapped>(ev)) {
-    hints_.push(std::move(ev));  // discovery only; not stored
+  if (const auto* m = std::get_if<LibMapped>(&ev)) {
+    const bool urgent = (m->flags & (GW_LIB_HELD | GW_LIB_NOT_HELD)) != 0;
+    hints_.push(std::move(ev), urgent);  // discovery only; not stored
     return;
   }
   if (const auto* p = std::get_if<ProcEvent>(&ev); p && p->kind == ProcEventKind::Exec)

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -27,9 +29,20 @@ struct ReaderStats {
 
 class HintQueue {
  public:
-  void push(Event e) {
-    std::lock_guard lock(mu_);
-    q_.push_back(std::move(e));
+  // `urgent`: a process waits on it (held by the dynamic linker's hook): wake the discovery loop.
+  void push(Event e, bool urgent = false) {
+    {
+      std::lock_guard lock(mu_);
+      q_.push_back(std::move(e));
+      urgent_ = urgent_ || urgent;
+    }
+    if (urgent) cv_.notify_one();
+  }
+  // Waits up to `timeout` for an urgent hint.
+  void wait(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return urgent_; });
+    urgent_ = false;
   }
   std::vector<Event> take() {
     std::lock_guard lock(mu_);
@@ -40,7 +53,9 @@ class HintQueue {
 
  private:
   std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<Event> q_;
+  bool urgent_ = false;
 };
 
 class RingReader {

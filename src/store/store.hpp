@@ -88,6 +88,10 @@ class TraceWriter {
   // The CPUs the thread's live row may run on (threads.cpus_allowed, cpus_allowed_list): count
   // 0 leaves them as they are; an empty list (not known for this count) is stored as NULL.
   Status set_thread_cpus(uint32_t pid, uint32_t tid, uint32_t count, const std::string& list);
+  // A process whose GPU runtime `library` was probed only after the process had mapped it
+  // (startup_gaps; cause: hold_timeout, not_held, found_late).
+  Status add_startup_gap(uint32_t pid, std::string_view cause, std::string_view library,
+                         int64_t at_ns);
   // The frames of resolved stacks, in one transaction (a stack written again is replaced).
   Status write_stack_frames(std::span<const StackFrameRow> frames);
 

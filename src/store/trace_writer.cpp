@@ -318,6 +318,19 @@ Status TraceWriter::add_lib_probe(uint16_t lib_id, uint16_t api_id, uint64_t off
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing lib_probes");
 }
 
+Status TraceWriter::add_startup_gap(uint32_t pid, std::string_view cause, std::string_view library,
+                                    int64_t at_ns) {
+  Impl& m = *impl_;
+  auto s = Stmt::prepare(m.db, "INSERT INTO startup_gaps(pid, cause, library, at) VALUES (?,?,?,?)",
+                         "startup_gaps");
+  if (!s) return s.error();
+  s->i64(1, pid);
+  s->text(2, cause);
+  s->text_or_null(3, library);
+  s->i64(4, at_ns);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing startup_gaps");
+}
+
 Status TraceWriter::set_library_probe_counts(uint16_t lib_id, uint32_t attached, uint32_t failed) {
   Impl& m = *impl_;
   Error err;

@@ -214,6 +214,13 @@ struct gw_lib_map {
 	char name[GW_LIB_NAME_LEN]; /* file name (last path component) */
 };
 
+/* gw_lib_map hdr.flags, from the dynamic linker's hook (gw_rtld_debug_state): a GPU runtime file
+ * user space has not looked at is mapped, before the process runs on. HELD: the thread was sent
+ * SIGSTOP, and the agent continues the process (SIGCONT) once the file is probed. NOT_HELD: it
+ * could not be held (traced by a debugger, or the signal failed): its first calls may be missed. */
+#define GW_LIB_HELD 0x10
+#define GW_LIB_NOT_HELD 0x20
+
 /* ---- host I/O, network, memory --------------------------------------------------------------- */
 
 struct gw_syscall {

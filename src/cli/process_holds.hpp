@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Processes the dynamic linker's hook stopped (bpf/proc.bpf.h, gw_rtld_debug_state) until the
+// GPU runtime file they mapped is probed. Each is continued (SIGCONT) by the discovery loop once
+// the probes are attached, by a watchdog thread once it has waited `bound` (a counted loss: its
+// first calls may run unprobed), or at the end of the trace: never left stopped by the agent.
+// A guardian process outlives an agent killed with SIGKILL and continues the processes it held.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace gpuwhy::cli {
+
+class ProcessHolds {
+ public:
+  explicit ProcessHolds(std::chrono::milliseconds bound);
+  ~ProcessHolds();  // continues every process still held
+  ProcessHolds(const ProcessHolds&) = delete;
+  ProcessHolds& operator=(const ProcessHolds&) = delete;
+
+  // The kernel said it stopped `pid` (a GW_LIB_HELD hint).
+  void held(uint32_t pid);
+  // Continues `pid`. False when it was not held by us any more: the watchdog had continued it
+  // after the bound, or it was never held.
+  bool release(uint32_t pid);
+  // Continues every process still held (the trace is stopping).
+  void release_all();
+  uint64_t held_total() const;
+
+ private:
+  void watch();
+  void start_guardian();
+  using Clock = std::chrono::steady_clock;
+  const std::chrono::milliseconds bound_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint32_t, Clock::time_point> held_;  // pid -> when the hint came
+  uint64_t held_total_ = 0;
+  bool stopping_ = false;
+  int guardian_fd_ = -1;  // write end: a held pid, 4 bytes; EOF tells the guardian to act
+  pid_t guardian_ = -1;
+  std::thread watchdog_;
+};
+
+}  // namespace gpuwhy::cli

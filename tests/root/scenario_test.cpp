@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
+#include "support/scenario.hpp"
 
 namespace gpuwhy::testing {
 namespace {
@@ -44,58 +45,6 @@ class Scenarios : public ::testing::TestWithParam<std::tuple<Scenario, TraceMode
     if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   }
 };
-
-// A chain's culprit, or a failure that shows the chain when it names none (a null culprit must
-// fail the test, not throw out of it).
-::testing::AssertionResult HasCulprit(const json& chain) {
-  if (chain.contains("culprit") && chain["culprit"].is_object()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "the chain names no culprit: " << chain.dump();
-}
-
-// The last line of the workload's stdout that parses as its JSON summary.
-json summary_of(const std::string& out) {
-  json last;
-  size_t start = 0;
-  while (start < out.size()) {
-    size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    const std::string line = out.substr(start, end - start);
-    if (!line.empty() && line[0] == '{') {
-      json j = json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.contains("workload") && !j.contains("rank_done")) last = j;
-    }
-    start = end + 1;
-  }
-  return last;
-}
-
-// One scenario traced: the agent started with `flags` (besides --no-host-libs), sim_train run
-// with `args` (besides the scenario) once the probes are attached, the agent stopped, and
-// explain's JSON report read. The trace stays in `dir` (t.db).
-struct TracedScenario {
-  std::string db;
-  RunResult workload;
-  json report;
-};
-
-void trace_scenario(const TempDir& dir, const std::string& scenario,
-                    const std::vector<std::string>& args, const std::vector<std::string>& flags,
-                    TracedScenario& out) {
-  out.db = dir.file("t.db");
-  std::vector<std::string> agent_flags = {"--no-host-libs"};
-  agent_flags.insert(agent_flags.end(), flags.begin(), flags.end());
-  Agent agent(out.db, agent_flags, dir);
-  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  std::vector<std::string> argv = {workload("sim_train"), "--scenario", scenario};
-  argv.insert(argv.end(), args.begin(), args.end());
-  // The process loads the runtime, waits, then starts: the probes reach it before step one.
-  out.workload = run(argv, {{"GW_START_DELAY_MS", "300"}});
-  ASSERT_EQ(out.workload.exit_code, 0) << out.workload.err;
-  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-  RunResult ex = run({gpuwhy_binary(), "explain", "--db", out.db, "--json"});
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  out.report = json::parse(ex.out);
-}
 
 TEST_P(Scenarios, TopChainNamesThePlantedCause) {
   const Scenario& sc = std::get<0>(GetParam());

@@ -15,6 +15,8 @@ void gwsim_set_launch_ns(unsigned long long ns) { Device::get().set_launch_ns(ns
 
 unsigned long long gwsim_gpu_busy_ns(void) { return Device::get().engine().totals().busy_ns; }
 
+unsigned long long gwsim_gpu_gate_ns(void) { return Device::get().engine().totals().gate_ns; }
+
 unsigned long long gwsim_kernels_executed(void) { return Device::get().engine().totals().kernels; }
 
 }  // extern "C"

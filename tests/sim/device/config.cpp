@@ -66,6 +66,9 @@ Config config_from_env() {
   ms = c.nccl_timeout_ns / 1'000'000;
   read_uint("GWSIM_NCCL_TIMEOUT_MS", &ms);
   c.nccl_timeout_ns = ms * 1'000'000;
+  int async = 0;
+  read_int("GWSIM_NCCL_ASYNC", &async);
+  c.nccl_async = async != 0;
   if (const char* t = std::getenv("GWSIM_TRUTH")) c.truth_path = t;
   return c;
 }

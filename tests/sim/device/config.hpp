@@ -24,6 +24,9 @@ struct Config {
   int straggle_rank = -1;        // GWSIM_STRAGGLE_RANK: NCCL rank that arrives late
   uint64_t straggle_ns = 0;      // GWSIM_STRAGGLE_MS (converted): its delay per collective
   uint64_t nccl_timeout_ns = 60'000'000'000;  // GWSIM_NCCL_TIMEOUT_MS: barrier give-up time
+  // GWSIM_NCCL_ASYNC=1: a collective returns at once, and the ranks meet on the GPU (like real
+  // NCCL, whose kernel waits for its peers): the host sees the wait in its next sync.
+  bool nccl_async = false;
   std::string truth_path;  // GWSIM_TRUTH: ground-truth JSON written at exit ("%p" = pid)
 };
 

@@ -187,9 +187,10 @@ Status Device::memset(const ApiCounter* api, uint64_t dst, uint64_t bytes, uint6
 }
 
 Status Device::collective(const ApiCounter* api, uint64_t bytes, uint64_t stream,
-                          DefaultStream scope) {
+                          DefaultStream scope, std::function<void()> gate) {
   uint64_t seq = 0;
-  const Op op{OpKind::kCollective, transfer_ns(bytes, config_.nccl_gbps), bytes};
+  Op op{OpKind::kCollective, transfer_ns(bytes, config_.nccl_gbps), bytes};
+  op.gate = std::move(gate);
   return submit(api, stream, scope, op, &seq);
 }
 

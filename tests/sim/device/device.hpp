@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -53,8 +54,10 @@ class Device {
   Status copy(const ApiCounter* api, const CopyRequest& req);
   Status memset(const ApiCounter* api, uint64_t dst, uint64_t bytes, uint64_t stream,
                 DefaultStream scope);
-  // The transfer part of an NCCL collective, queued on `stream` after the ranks have met.
-  Status collective(const ApiCounter* api, uint64_t bytes, uint64_t stream, DefaultStream scope);
+  // The transfer part of an NCCL collective, queued on `stream`: after the ranks have met, or,
+  // with a `gate` (GWSIM_NCCL_ASYNC), held on the GPU until the gate (their meeting) returns.
+  Status collective(const ApiCounter* api, uint64_t bytes, uint64_t stream, DefaultStream scope,
+                    std::function<void()> gate = {});
 
   Status alloc_device(const ApiCounter* api, uint64_t bytes, bool low32, uint64_t* out);
   Status alloc_host(const ApiCounter* api, uint64_t bytes, MemKind kind, void** out);

@@ -61,7 +61,21 @@ void Engine::run() {
     // Wake blocked submitters only once the queue is half empty: waking them on every pop would
     // turn a launch storm into one context switch per launch.
     if (space_waiters_ > 0 && queue_.size() <= queue_depth_ / 2) space_cv_.notify_all();
-    const uint64_t start = std::max(op.submit_ns, timeline_end_);
+    uint64_t start = std::max(op.submit_ns, timeline_end_);
+    if (op.gate) {
+      // The operation cannot start before its predecessors end, then it waits for its gate.
+      if (start > now_ns() &&
+          work_cv_.wait_until(lk, steady_at(start), [&] { return stopping_; })) {
+        return;
+      }
+      lk.unlock();
+      op.gate();
+      lk.lock();
+      if (stopping_) return;
+      const uint64_t opened = now_ns();
+      if (opened > start) totals_.gate_ns += opened - start;
+      start = std::max(start, opened);
+    }
     const uint64_t end = start + op.duration_ns;
     timeline_end_ = end;
     // Sleep, never spin: the GPU thread must not steal host CPU from the workload it simulates.

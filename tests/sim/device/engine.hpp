@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,9 @@ struct Op {
   Dir dir = Dir::kDeviceToDevice;  // copies only
   uint64_t seq = 0;                // assigned at submission
   uint64_t submit_ns = 0;          // likewise
+  // Run by the GPU thread, engine unlocked, before the operation starts: an NCCL kernel waiting
+  // for its peers (GWSIM_NCCL_ASYNC). The GPU is held, not busy, while it runs.
+  std::function<void()> gate;
 };
 
 // What the GPU has executed so far (the ground truth's device half).
@@ -43,6 +47,7 @@ struct EngineTotals {
   uint64_t kernels = 0, graphs = 0, copies = 0, memsets = 0, collectives = 0;
   uint64_t bytes_by_dir[4] = {};  // indexed by Dir (H2H, H2D, D2H, D2D)
   uint64_t collective_bytes = 0;
+  uint64_t gate_ns = 0;  // time the GPU was held by gates (collectives waiting for peers)
   uint64_t submitted = 0, completed = 0;
 };
 

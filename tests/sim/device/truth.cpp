@@ -51,7 +51,8 @@ void write_config(std::ostream& o, const Config& c) {
     << ", \"pinned_gbps\": " << c.pinned_gbps << ", \"pageable_gbps\": " << c.pageable_gbps
     << ", \"d2d_gbps\": " << c.d2d_gbps << ", \"staging_gbps\": " << c.staging_gbps
     << ", \"nccl_gbps\": " << c.nccl_gbps << ", \"queue_depth\": " << c.queue_depth
-    << ", \"straggle_rank\": " << c.straggle_rank << ", \"straggle_ns\": " << c.straggle_ns << "}";
+    << ", \"straggle_rank\": " << c.straggle_rank << ", \"straggle_ns\": " << c.straggle_ns
+    << ", \"nccl_async\": " << (c.nccl_async ? "true" : "false") << "}";
 }
 
 }  // namespace
@@ -75,6 +76,7 @@ bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
   o << "{\n  \"format\": " << json_quote(kTruthFormat) << ",\n  \"pid\": " << getpid()
     << ",\n  \"comm\": " << json_quote(process_comm()) << ",\n  \"start_ns\": " << in.start_ns
     << ",\n  \"end_ns\": " << in.end_ns << ",\n  \"gpu_busy_ns\": " << t.busy_ns
+    << ",\n  \"gpu_gate_ns\": " << t.gate_ns
     << ",\n  \"kernels\": " << t.kernels << ",\n  \"ops\": {\"kernels\": " << t.kernels
     << ", \"graphs\": " << t.graphs << ", \"copies\": " << t.copies
     << ", \"memsets\": " << t.memsets << ", \"collectives\": " << t.collectives

@@ -7,6 +7,7 @@
 // communicator: a group is how real programs post sends and receives to several peers at once,
 // and meeting the peers one by one would deadlock on rings. Every rank is assumed to take part in
 // each group that uses the communicator, which is how collectives and all-to-alls are written.
+#include <functional>
 #include <vector>
 
 #include "device/device.hpp"
@@ -48,9 +49,41 @@ ncclResult_t transfer(const gwsim::ApiCounter* api, const Pending& p) {
   return st == gwsim::Status::kOk ? ncclSuccess : ncclUnhandledCudaError;
 }
 
+// GWSIM_NCCL_ASYNC: the call returns once the operations are queued, as real NCCL's does. The
+// first one holds the GPU until the ranks have met (the NCCL kernel waiting for its peers), so the
+// host sees the wait only in its next sync. A failed meeting is reported on stderr (real NCCL
+// reports it through ncclCommGetAsyncError) and the transfers run anyway.
+ncclResult_t run_async(const gwsim::ApiCounter* api, Comm* comm, const std::vector<Pending>& ops,
+                       uint64_t delayed) {
+  const uint64_t timeout = Device::get().config().nccl_timeout_ns;
+  uint64_t bytes = 0;
+  for (const Pending& p : ops) bytes += p.bytes;
+  const ncclComm_t handle = ops[0].comm;
+  const int peer = ops.size() == 1 ? ops[0].peer : kNoPeer;
+  const size_t count = ops.size();
+  auto meet = [comm, handle, peer, timeout, count, bytes, delayed] {
+    uint64_t waited = 0;
+    if (peer != kNoPeer) {
+      comm->pair_barrier(peer, timeout, &waited);
+    } else {
+      comm->barrier(timeout, &waited);
+    }
+    Registry::get().note(handle, count, bytes, waited, delayed);
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Pending& p = ops[i];
+    const gwsim::Status st =
+        Device::get().collective(api, p.bytes, p.stream, DefaultStream::kLegacy,
+                                 i == 0 ? std::function<void()>(meet) : nullptr);
+    if (st != gwsim::Status::kOk) return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
 // Rendezvous for one communicator, then its transfers.
 ncclResult_t run(const gwsim::ApiCounter* api, Comm* comm, const std::vector<Pending>& ops) {
   const uint64_t delayed = straggle(*comm);
+  if (Device::get().config().nccl_async) return run_async(api, comm, ops, delayed);
   const uint64_t timeout = Device::get().config().nccl_timeout_ns;
   uint64_t waited = 0;
   ncclResult_t r = ncclSuccess;

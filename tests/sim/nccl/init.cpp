@@ -60,6 +60,13 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   GWSIM_ENTER();
+  // Queued collectives (GWSIM_NCCL_ASYNC) still meet through this communicator: let them finish
+  // first, as real NCCL's destroy does.
+  if (Device::get().config().nccl_async && Registry::get().find(comm) != nullptr) {
+    uint64_t waited = 0;
+    Device::get().engine().wait_all(&waited);
+    Device::get().record_blocked(gw_api, waited);
+  }
   return Registry::get().remove(comm) ? ncclSuccess : ncclInvalidArgument;
 }
 

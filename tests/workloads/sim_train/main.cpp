@@ -18,6 +18,7 @@
 #include "common/json.hpp"
 #include "common/startup.hpp"
 #include "gwsim/gwsim.h"
+#include "sim_train/budget_scenarios.hpp"
 #include "sim_train/co_runners.hpp"
 #include "sim_train/kernels.hpp"
 #include "sim_train/ranks.hpp"
@@ -74,6 +75,7 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (gw::is_budget_scenario(argc, argv)) return gw::run_budget_scenario(argc, argv);
   const gw::Args args = gw::make_args(argc, argv);
   const gw::Settings s = gw::parse_settings(args);
   gw::wait_for_start(args, 0);

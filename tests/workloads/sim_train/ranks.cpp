@@ -15,17 +15,6 @@
 namespace gw {
 namespace {
 
-std::string to_hex(const ncclUniqueId& id) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : id.internal) {
-    const auto b = static_cast<unsigned char>(c);
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
 bool from_hex(const std::string& hex, ncclUniqueId* id) {
   if (hex.size() != 2 * sizeof id->internal) return false;
   for (size_t i = 0; i < sizeof id->internal; ++i) {
@@ -40,10 +29,21 @@ bool from_hex(const std::string& hex, ncclUniqueId* id) {
 
 }  // namespace
 
+std::string nccl_id_hex(const ncclUniqueId& id) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : id.internal) {
+    const auto b = static_cast<unsigned char>(c);
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
 int run_launcher(const Settings& s, int argc, char** argv) {
   ncclUniqueId id;
   check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  const std::string hex = to_hex(id);
+  const std::string hex = nccl_id_hex(id);
 
   // The caller's GWSIM_STRAGGLE_* win; otherwise the options' defaults (the last rank, 5 ms).
   const char* env_rank = std::getenv("GWSIM_STRAGGLE_RANK");

@@ -42,7 +42,9 @@ constexpr const char* kUsage =
     "  inline-save: [--save-mib N (64)] [--save-every N (10)] [--save-dir DIR (/tmp)]\n"
     "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
     "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
-    "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
+    "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)\n"
+    "  time-budget scenarios (own options: --scenario NAME --help): loader-pipe, step-sleep,\n"
+    "  straggler-host, contention-sync, renamed-corunner";
 
 }  // namespace
 

@@ -16,6 +16,8 @@ GWSIM_API void gwsim_set_kernel_ns(const void* func, unsigned long long ns);
 GWSIM_API void gwsim_set_launch_ns(unsigned long long ns);
 // GPU busy time so far: the sum of the durations of every operation executed.
 GWSIM_API unsigned long long gwsim_gpu_busy_ns(void);
+// Time so far the GPU was held by collectives waiting for their peers (GWSIM_NCCL_ASYNC=1).
+GWSIM_API unsigned long long gwsim_gpu_gate_ns(void);
 // Kernels executed so far.
 GWSIM_API unsigned long long gwsim_kernels_executed(void);
 

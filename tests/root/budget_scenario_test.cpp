@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// The time-budget scenarios (issue 14): sim_train workloads shaped like real programs (a
+// data-loader thread behind a pipe, a loop that sleeps between steps, ranks whose all-reduce
+// returns at once and whose wait shows in the next sync, two causes at once, a co-runner that
+// renames itself), each printing the ground truth it measured itself. The real agent traces each
+// three times; every run must give the same top chain kind, name the right culprit and put the
+// chain's share of the trainer's span within a stated distance of the truth; no GPU thread's
+// chains may add up to more than its whole span.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "support/process.hpp"
+#include "support/scenario.hpp"
+
+namespace gpuwhy::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRuns = 3;
+
+// One traced run: explain's report, the workload's summary lines, and its last one.
+struct TracedRun {
+  json report;
+  std::vector<json> lines;
+  json summary;
+  std::string explained;  // explain's text report, for failure messages
+};
+
+using Check = std::function<void(const TracedRun&)>;
+
+struct BudgetScenario {
+  std::string name;               // test name
+  std::string scenario;           // sim_train --scenario
+  std::vector<std::string> args;  // extra sim_train arguments
+  std::set<std::string> top;      // the top chain's kind must be one of these (the same each run)
+  Check check;                    // what this scenario's truth requires of the report
+};
+
+void PrintTo(const BudgetScenario& s, std::ostream* os) { *os << s.name; }
+
+// The chains about thread `tid`, of `kind` when it is not empty.
+std::vector<json> chains_of(const json& report, int64_t tid, const std::string& kind = "") {
+  std::vector<json> out;
+  for (const json& c : report["chains"]) {
+    if (!c["thread"].is_object() || c["thread"]["tid"].get<int64_t>() != tid) continue;
+    if (kind.empty() || c["kind"] == kind) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<json> chains_of_kind(const json& report, const std::string& kind) {
+  std::vector<json> out;
+  for (const json& c : report["chains"])
+    if (c["kind"] == kind) out.push_back(c);
+  return out;
+}
+
+int64_t trainer_tid(const json& line) { return line["trainer_tids"][0].get<int64_t>(); }
+
+// `share` within `tolerance` of the truth `want`.
+::testing::AssertionResult Near(double share, double want, double tolerance) {
+  if (std::fabs(share - want) <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "explain's share " << share << " is not within "
+                                       << tolerance << " of the truth " << want;
+}
+
+// 1. The trainer waits in read() for the loader thread: input starvation, blamed on the
+// loader's tid, never on a lock (the runtime's own futex waits inside the sync are not locks).
+void check_loader_pipe(const TracedRun& r) {
+  const json& w = r.summary;
+  const int64_t tid = trainer_tid(w);
+  const std::vector<json> io = chains_of(r.report, tid, "io_stall");
+  ASSERT_FALSE(io.empty()) << "no io_stall chain for the trainer";
+  ASSERT_TRUE(HasCulprit(io[0]));
+  EXPECT_EQ(io[0]["culprit"]["tid"], w["loader_tid"]) << io[0].dump();
+  EXPECT_TRUE(Near(io[0]["share"].get<double>(), w["read_share"].get<double>(), 0.10));
+  for (const json& c : chains_of(r.report, tid, "lock_wait"))
+    EXPECT_EQ(c["severity"], "LOW") << "the runtime's sync is not a lock: " << c["summary"];
+}
+
+// 2. The GPU idles while the loop sleeps: not clean, and a gpu_idle chain the size of the sleep.
+void check_step_sleep(const TracedRun& r) {
+  const json& w = r.summary;
+  EXPECT_FALSE(r.report["clean"].get<bool>()) << "a loop that idles the GPU is not clean";
+  const std::vector<json> idle = chains_of(r.report, trainer_tid(w), "gpu_idle");
+  ASSERT_FALSE(idle.empty()) << "no gpu_idle chain for the trainer";
+  EXPECT_TRUE(Near(idle[0]["share"].get<double>(), w["sleep_share"].get<double>(), 0.08));
+  for (const json& c : chains_of(r.report, trainer_tid(w), "lock_wait"))
+    EXPECT_EQ(c["severity"], "LOW") << "a timed-out wait is a sleep, not a lock: " << c["summary"];
+}
+
+// 3. The straggling rank's own host work makes the others wait in their stream syncs: the
+// straggler chain names its pid, and its share is the victim's GPU time held by the collective.
+void check_straggler_host(const TracedRun& r) {
+  const json& launcher = r.summary;
+  ASSERT_EQ(launcher["role"], "launcher") << launcher.dump();
+  const std::vector<json> chains = chains_of_kind(r.report, "nccl_straggler");
+  ASSERT_FALSE(chains.empty()) << "no nccl_straggler chain";
+  const json& c = chains[0];
+  ASSERT_TRUE(HasCulprit(c));
+  EXPECT_EQ(c["culprit"]["pid"], launcher["straggler_pid"]) << c.dump();
+  const json* victim = nullptr;
+  for (const json& l : r.lines)
+    if (l.value("role", "") == "rank" && l["pid"] == c["process"]["pid"]) victim = &l;
+  ASSERT_NE(victim, nullptr) << "the chain's victim is not a rank: " << c.dump();
+  EXPECT_FALSE((*victim)["straggler"].get<bool>()) << "the straggler is not its own victim";
+  EXPECT_TRUE(Near(c["share"].get<double>(), (*victim)["gate_share"].get<double>(), 0.10));
+}
+
+// 4. Contention and a hidden sync at once: both chains, the contention one blaming the
+// co-runner with the run-queue time the kernel counted.
+void check_contention_sync(const TracedRun& r) {
+  const json& w = r.summary;
+  const int64_t tid = trainer_tid(w);
+  const std::vector<json> cpu = chains_of(r.report, tid, "cpu_contention");
+  ASSERT_FALSE(cpu.empty()) << "no cpu_contention chain for the trainer";
+  ASSERT_TRUE(HasCulprit(cpu[0]));
+  EXPECT_EQ(cpu[0]["culprit"]["pid"], w["hog_pid"]) << cpu[0].dump();
+  EXPECT_TRUE(Near(cpu[0]["share"].get<double>(), w["runq_share"].get<double>(), 0.10));
+  EXPECT_FALSE(chains_of(r.report, tid, "hidden_sync").empty())
+      << "no hidden_sync chain for the trainer (refill share " << w["refill_share"] << ")";
+}
+
+// 5. A fork()ed co-runner that renamed itself is named by its new name.
+void check_renamed_corunner(const TracedRun& r) {
+  const json& w = r.summary;
+  const std::vector<json> cpu = chains_of(r.report, trainer_tid(w), "cpu_contention");
+  ASSERT_FALSE(cpu.empty()) << "no cpu_contention chain for the trainer";
+  ASSERT_TRUE(HasCulprit(cpu[0]));
+  EXPECT_EQ(cpu[0]["culprit"]["pid"], w["corunner_pid"]) << cpu[0].dump();
+  EXPECT_EQ(cpu[0]["culprit"]["comm"], w["corunner_comm"]) << cpu[0].dump();
+  EXPECT_TRUE(Near(cpu[0]["share"].get<double>(), w["runq_share"].get<double>(), 0.10));
+}
+
+// Every GPU thread's chains draw on disjoint parts of its time: together at most its span.
+void check_budget_adds_up(const json& report) {
+  std::map<int64_t, double> sum;
+  std::map<int64_t, std::string> kinds;
+  for (const json& c : report["chains"]) {
+    if (!c["thread"].is_object()) continue;
+    const int64_t tid = c["thread"]["tid"].get<int64_t>();
+    sum[tid] += c["share"].get<double>();
+    kinds[tid] += " " + c["kind"].get<std::string>() + "=" + c["share"].dump();
+  }
+  for (const auto& [tid, total] : sum)
+    EXPECT_LE(total, 1.0 + 1e-3) << "thread " << tid
+                                 << "'s chains add up to more than its span:" << kinds[tid];
+}
+
+class BudgetScenarios : public ::testing::TestWithParam<BudgetScenario> {
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_P(BudgetScenarios, ExplainMatchesTheMeasuredTruth) {
+  const BudgetScenario& sc = GetParam();
+  std::vector<std::string> tops;
+  for (int i = 0; i < kRuns; ++i) {
+    SCOPED_TRACE("run " + std::to_string(i + 1) + " of " + std::to_string(kRuns));
+    TempDir dir;
+    TracedScenario t;
+    ASSERT_NO_FATAL_FAILURE(trace_scenario(dir, sc.scenario, sc.args, {}, t));
+    TracedRun r;
+    r.report = t.report;
+    r.lines = summaries_of(t.workload.out);
+    ASSERT_FALSE(r.lines.empty()) << t.workload.out;
+    r.summary = r.lines.back();
+    r.explained = run({gpuwhy_binary(), "explain", "--db", t.db}).out;
+    SCOPED_TRACE("explain said:\n" + r.explained + "\nworkload: " + t.workload.out.substr(0, 1500));
+    const json& chains = r.report["chains"];
+    ASSERT_FALSE(chains.empty()) << "no chain at all";
+    const std::string top = chains[0]["kind"].get<std::string>();
+    EXPECT_TRUE(sc.top.count(top)) << "top chain " << top;
+    tops.push_back(top);
+    check_budget_adds_up(r.report);
+    sc.check(r);
+  }
+  for (const std::string& top : tops)
+    EXPECT_EQ(top, tops[0]) << "the top chain changed between runs";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Truth, BudgetScenarios,
+    ::testing::Values(
+        BudgetScenario{"loader_pipe", "loader-pipe", {}, {"io_stall"}, check_loader_pipe},
+        BudgetScenario{"step_sleep", "step-sleep", {}, {"gpu_idle"}, check_step_sleep},
+        BudgetScenario{"step_timedwait",
+                       "step-sleep",
+                       {"--sleep-kind", "timedwait"},
+                       {"gpu_idle"},
+                       check_step_sleep},
+        BudgetScenario{
+            "straggler_host", "straggler-host", {}, {"nccl_straggler"}, check_straggler_host},
+        BudgetScenario{"contention_sync",
+                       "contention-sync",
+                       {},
+                       {"cpu_contention", "hidden_sync"},
+                       check_contention_sync},
+        BudgetScenario{"renamed_corunner",
+                       "renamed-corunner",
+                       {},
+                       {"cpu_contention"},
+                       check_renamed_corunner}),
+    [](const ::testing::TestParamInfo<BudgetScenario>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace gpuwhy::testing

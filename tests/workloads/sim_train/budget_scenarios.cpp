@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sim_train/budget_scenarios.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/json.hpp"
+#include "common/proc.hpp"
+#include "common/startup.hpp"
+#include "gwsim/clock.hpp"
+#include "gwsim/gwsim.h"
+#include "sim_train/budget_gpu.hpp"
+#include "sim_train/budget_ranks.hpp"
+#include "sim_train/co_runners.hpp"
+#include "sim_train/trainer.hpp"
+
+namespace gw {
+namespace {
+
+constexpr uint64_t kUs = 1000, kMs = 1'000'000;
+
+constexpr const char* kNames[] = {"loader-pipe", "step-sleep", "straggler-host", "contention-sync",
+                                  "renamed-corunner"};
+
+constexpr const char* kUsage =
+    "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
+    "  [--steps N] [--gpu-us N (GPU time per step)] [--wait-file PATH]\n"
+    "  loader-pipe: [--loader-ms N (12)] [--batch-kib N (128)]   (steps 120, gpu 4000)\n"
+    "  step-sleep: [--sleep-us N (2000)] [--sleep-kind nanosleep|timedwait]  (steps 150, gpu "
+    "8000)\n"
+    "  straggler-host: [--ranks N (2)] [--host-ms N (3)] [--straggler-ms N (30)]\n"
+    "                  [--straggle-rank R (last)] [--grad-mib N (4)]   (steps 50, gpu 4000)\n"
+    "  contention-sync: [--cpu N (0)] [--hog-threads N (1)] [--host-us N (1500)]\n"
+    "                   [--prep-us N (1000)]   (steps 180, gpu 6000)\n"
+    "  renamed-corunner: [--cpu N (0)] [--corunner-name NAME (shard-prefetch)]\n"
+    "                    [--host-us N (3000)]   (steps 200, gpu 2000)\n"
+    "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
+
+// Per-scenario defaults: each run takes about 1.5 s on an idle machine.
+struct Defaults {
+  const char* name;
+  uint64_t steps;
+  uint64_t gpu_us;
+  uint64_t host_us;
+};
+constexpr Defaults kDefaults[] = {{"loader-pipe", 120, 4000, 0},
+                                  {"step-sleep", 150, 8000, 0},
+                                  {"straggler-host", 50, 4000, 3000},
+                                  {"contention-sync", 180, 6000, 1500},
+                                  {"renamed-corunner", 200, 2000, 3000}};
+
+BudgetSettings parse(int argc, char** argv) {
+  const Args args(argc, argv,
+                  {"scenario",  "steps",       "gpu-us",       "wait-file",     "loader-ms",
+                   "batch-kib", "sleep-us",    "sleep-kind",   "ranks",         "rank",
+                   "nccl-id",   "host-ms",     "straggler-ms", "straggle-rank", "grad-mib",
+                   "cpu",       "hog-threads", "host-us",      "prep-us",       "corunner-name"},
+                  {}, kUsage);
+  BudgetSettings s;
+  s.scenario = args.str("scenario", "");
+  const Defaults* d = nullptr;
+  for (const Defaults& x : kDefaults)
+    if (s.scenario == x.name) d = &x;
+  if (d == nullptr) args.fail("unknown scenario '" + s.scenario + "'");
+  s.steps = args.u64("steps", d->steps);
+  if (s.steps == 0) args.fail("nothing to run: --steps 0");
+  s.gpu_ns = args.u64("gpu-us", d->gpu_us) * kUs;
+  s.host_ns = args.u64("host-us", d->host_us) * kUs;
+  if (args.has("host-ms")) s.host_ns = args.u64("host-ms", 0) * kMs;
+  s.prep_ns = args.u64("prep-us", 1000) * kUs;
+  s.loader_ns = args.u64("loader-ms", 12) * kMs;
+  s.batch_bytes = args.u64("batch-kib", 128) << 10;
+  if (s.batch_bytes == 0) args.fail("--batch-kib must be at least 1");
+  s.sleep_ns = args.u64("sleep-us", 2000) * kUs;
+  const std::string kind = args.str("sleep-kind", "nanosleep");
+  if (kind != "nanosleep" && kind != "timedwait") args.fail("--sleep-kind: nanosleep|timedwait");
+  s.timed_wait = kind == "timedwait";
+  s.ranks = static_cast<int>(args.u64("ranks", 2));
+  if (s.ranks < 2 || s.ranks > 16) args.fail("--ranks must be 2..16");
+  s.rank = static_cast<int>(args.i64("rank", -1));
+  if (s.rank >= s.ranks) args.fail("--rank must be below --ranks");
+  s.nccl_id = args.str("nccl-id", "");
+  if (s.rank >= 0 && s.nccl_id.empty()) args.fail("--rank needs --nccl-id");
+  s.straggler_ns = args.u64("straggler-ms", 30) * kMs;
+  s.straggle_rank = static_cast<int>(args.i64("straggle-rank", s.ranks - 1));
+  if (s.straggle_rank < 0 || s.straggle_rank >= s.ranks) args.fail("--straggle-rank: 0..ranks-1");
+  s.grad_bytes = args.u64("grad-mib", 4) << 20;
+  s.cpu = static_cast<int>(args.u64("cpu", 0));
+  if (s.cpu >= static_cast<int>(std::thread::hardware_concurrency()))
+    args.fail("--cpu is not an online CPU");
+  s.hog_threads = static_cast<int>(args.u64("hog-threads", 1));
+  if (s.hog_threads < 1) args.fail("--hog-threads must be at least 1");
+  s.corunner_name = args.str("corunner-name", "shard-prefetch");
+  if (s.corunner_name.empty() || s.corunner_name.size() > 15)
+    args.fail("--corunner-name must be 1..15 characters (a comm)");
+  wait_for_start(args, 0);
+  return s;
+}
+
+// What every scenario's trainer thread measures about itself.
+struct TrainerTruth {
+  pid_t tid = 0;
+  uint64_t span_start = 0, span_end = 0;
+  uint64_t runq_ns = 0;          // schedstat run-queue wait over the span
+  uint64_t sync_blocked_ns = 0;  // wall time in cudaStreamSynchronize / the read-back
+  uint64_t launches = 0;
+  uint64_t span() const { return span_end - span_start; }
+  double share(uint64_t ns) const { return span() ? static_cast<double>(ns) / span() : 0; }
+};
+
+// Runs `body` on a thread named "trainer" (pinned to `cpu` when >= 0), which opens the step's
+// GPU state first and closes it last, and fills in the truth around it.
+TrainerTruth run_trainer(const BudgetSettings& s, int cpu,
+                         const std::function<void(StepGpu&, TrainerTruth&)>& body) {
+  TrainerTruth t;
+  std::thread th([&] {
+    name_this_thread("trainer");
+    if (cpu >= 0) pin_this_thread(cpu);
+    t.tid = gettid();
+    const uint64_t runq0 = thread_runq_ns();
+    StepGpu gpu(s.gpu_ns, s.batch_bytes);
+    t.span_start = gpu.opened_ns();
+    body(gpu, t);
+    t.span_end = gpu.close();
+    t.runq_ns = thread_runq_ns() - runq0;
+    t.launches = gpu.launches();
+  });
+  th.join();
+  return t;
+}
+
+Json summary(const BudgetSettings& s, const TrainerTruth& t) {
+  return Json()
+      .str("workload", "sim_train")
+      .str("scenario", s.scenario)
+      .num("pid", getpid())
+      .nums("trainer_tids", {static_cast<uint64_t>(t.tid)})
+      .num("steps", s.steps)
+      .num("launches", t.launches)
+      .num("span_ns", t.span())
+      .num("runq_ns", t.runq_ns)
+      .real("runq_share", t.share(t.runq_ns))
+      .num("sync_blocked_ns", t.sync_blocked_ns)
+      .num("gpu_busy_ns", gwsim_gpu_busy_ns());
+}
+
+// The data loader's CPU work for one batch: decoding and augmenting.
+__attribute__((noinline)) void decode_batch(std::vector<char>& batch, uint64_t ns) {
+  gwsim::burn_cpu_ns(ns);
+  batch[0] = static_cast<char>(batch[0] + 1);
+}
+
+void write_all(int fd, const char* p, size_t n) {
+  for (size_t off = 0; off < n;) {
+    const ssize_t w = write(fd, p + off, n - off);
+    if (w <= 0) {
+      std::perror("sim_train: writing a batch to the pipe");
+      std::exit(1);
+    }
+    off += static_cast<size_t>(w);
+  }
+}
+
+// next(data_iter) in a DataLoader with a worker thread: the trainer reads each batch from the
+// pipe the "loader" thread writes once it has produced it. The loader makes exactly --steps
+// batches, so neither side needs to be told to stop.
+int loader_pipe(const BudgetSettings& s) {
+  int p[2];
+  if (pipe(p) != 0) {
+    std::perror("sim_train: pipe");
+    return 1;
+  }
+  pid_t loader_tid = 0;
+  uint64_t loader_cpu_ns = 0;
+  std::thread loader([&] {
+    name_this_thread("loader");
+    loader_tid = gettid();
+    std::vector<char> batch(s.batch_bytes, 7);
+    const uint64_t cpu0 = gwsim::thread_cpu_ns();
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      decode_batch(batch, s.loader_ns);
+      write_all(p[1], batch.data(), batch.size());
+    }
+    loader_cpu_ns = gwsim::thread_cpu_ns() - cpu0;
+  });
+  uint64_t read_ns = 0, reads = 0;
+  std::vector<char> batch(s.batch_bytes);
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      const uint64_t r0 = gwsim::now_ns();
+      read_batch(p[0], batch.data(), batch.size());
+      read_ns += gwsim::now_ns() - r0;
+      ++reads;
+      gpu.upload();
+      gpu.forward();
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+    }
+  });
+  loader.join();
+  close(p[0]);
+  close(p[1]);
+  print_line(summary(s, t)
+                 .num("loader_tid", loader_tid)
+                 .num("loader_cpu_ns", loader_cpu_ns)
+                 .num("reads", reads)
+                 .num("read_blocked_ns", read_ns)
+                 .real("read_share", t.share(read_ns)));
+  return 0;
+}
+
+// A loop that waits for its next request with a timeout between steps (a serving loop polling
+// an empty queue, a trainer throttled by a timer): the GPU idles for the whole pause.
+int step_sleep(const BudgetSettings& s) {
+  std::mutex m;
+  std::condition_variable requests;  // never signalled: every wait times out
+  uint64_t sleep_ns = 0;
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      gpu.upload();
+      gpu.forward();
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+      const uint64_t z0 = gwsim::now_ns();
+      if (s.timed_wait) {
+        std::unique_lock lk(m);
+        requests.wait_for(lk, std::chrono::nanoseconds(s.sleep_ns));
+      } else {
+        gwsim::sleep_ns(s.sleep_ns);
+      }
+      sleep_ns += gwsim::now_ns() - z0;
+    }
+  });
+  print_line(summary(s, t)
+                 .str("sleep_kind", s.timed_wait ? "timedwait" : "nanosleep")
+                 .num("sleep_ns", sleep_ns)
+                 .real("sleep_share", t.share(sleep_ns)));
+  return 0;
+}
+
+// Host work after the read-back: logging the loss, deciding on early stopping.
+__attribute__((noinline)) void log_metrics(uint64_t ns) { gwsim::burn_cpu_ns(ns); }
+// Host work overlapping the GPU: collating the next batch.
+__attribute__((noinline)) void collate_batch(uint64_t ns) { gwsim::burn_cpu_ns(ns); }
+
+// Two causes at once: a co-runner on the trainer's CPU, and loss.item() in every step, after
+// which the GPU waits for the host to log it and queue the backward pass.
+int contention_sync(const BudgetSettings& s) {
+  Hog hog;
+  hog.start(s.cpu, s.hog_threads);
+  uint64_t refill_ns = 0, readbacks = 0;
+  const TrainerTruth t = run_trainer(s, s.cpu, [&](StepGpu& gpu, TrainerTruth& tt) {
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      gpu.upload();
+      gpu.forward();
+      tt.sync_blocked_ns += gpu.read_loss();
+      ++readbacks;
+      const uint64_t drained = gwsim::now_ns();  // the GPU has nothing queued from here ...
+      log_metrics(s.host_ns);
+      refill_ns += gwsim::now_ns() - drained;  // ... until the backward pass is queued
+      gpu.backward();
+      collate_batch(s.prep_ns);
+      tt.sync_blocked_ns += gpu.sync();
+    }
+  });
+  const pid_t hog_pid = hog.pid();
+  hog.stop();
+  print_line(summary(s, t)
+                 .num("cpu", s.cpu)
+                 .num("hog_pid", hog_pid)
+                 .num("readbacks", readbacks)
+                 .num("refill_ns", refill_ns)
+                 .real("refill_share", t.share(refill_ns)));
+  return 0;
+}
+
+// A child fork()ed before any GPU call (no simulator state), that starts as "sim_train", renames
+// itself like a worker setting its title, and spins on `cpu` until killed.
+pid_t fork_corunner(int cpu, const std::string& name) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("sim_train: fork");
+    std::exit(1);
+  }
+  if (pid > 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+  volatile uint64_t sink = 0;
+  const uint64_t renamed_at = gwsim::now_ns() + 10 * kMs;
+  while (gwsim::now_ns() < renamed_at) sink = sink + 1;
+  prctl(PR_SET_NAME, name.c_str());
+  for (;;) sink = sink + 1;
+}
+
+int renamed_corunner(const BudgetSettings& s) {
+  const pid_t child = fork_corunner(s.cpu, s.corunner_name);
+  const TrainerTruth t = run_trainer(s, s.cpu, [&](StepGpu& gpu, TrainerTruth& tt) {
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      gpu.upload();
+      gpu.forward();
+      collate_batch(s.host_ns);
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+    }
+  });
+  stop_process(child);
+  print_line(summary(s, t)
+                 .num("cpu", s.cpu)
+                 .num("corunner_pid", child)
+                 .str("corunner_comm", s.corunner_name));
+  return 0;
+}
+
+}  // namespace
+
+bool is_budget_scenario(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--scenario") != 0) continue;
+    for (const char* n : kNames)
+      if (std::strcmp(argv[i + 1], n) == 0) return true;
+  }
+  return false;
+}
+
+int run_budget_scenario(int argc, char** argv) {
+  const BudgetSettings s = parse(argc, argv);
+  if (s.scenario == "loader-pipe") return loader_pipe(s);
+  if (s.scenario == "step-sleep") return step_sleep(s);
+  if (s.scenario == "straggler-host") {
+    return s.rank < 0 ? run_budget_launcher(s, argc, argv) : run_budget_rank(s);
+  }
+  if (s.scenario == "contention-sync") return contention_sync(s);
+  return renamed_corunner(s);
+}
+
+}  // namespace gw

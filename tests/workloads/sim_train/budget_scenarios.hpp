@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// sim_train's time-budget scenarios: programs shaped like real ones (a data-loader thread behind
+// a pipe, a loop that sleeps between steps, ranks whose collectives return at once, two causes
+// at the same time), each measuring its own ground truth and printing it in its JSON summary
+// line, for the tests that hold explain's per-thread time budget to it (tests/sim/README.md).
+//
+//   loader-pipe       thread "trainer" reads each batch from a pipe that thread "loader" fills
+//                     after --loader-ms of CPU work; GPU --gpu-us per step, one sync per step.
+//                     Truth: time blocked in read() (read_blocked_ns, read_share of the span).
+//   step-sleep        --gpu-us of GPU work and a sync, then a --sleep-us pause (clock_nanosleep,
+//                     or with --sleep-kind timedwait a condition wait that times out).
+//                     Truth: time asleep (sleep_ns, sleep_share).
+//   straggler-host    --ranks processes; each runs load_shard() on the CPU (--host-ms, the
+//                     straggler --straggler-ms), then its kernels and an ncclAllReduce that
+//                     returns at once (GWSIM_NCCL_ASYNC=1), then syncs: the wait shows there.
+//                     Truth: each rank's GPU time held waiting for peers (gate_ns, gate_share).
+//   contention-sync   cpu_hog pinned with "trainer" to --cpu, and a loss.item() read-back in the
+//                     middle of every step followed by --host-us of host work.
+//                     Truth: run-queue wait from schedstat (runq_ns, runq_share), the GPU's
+//                     refill gaps after the read-back (refill_ns, refill_share).
+//   renamed-corunner  a fork()ed child that renames itself (--corunner-name) competes for
+//                     --cpu with "trainer". Truth: corunner_pid, runq_ns, runq_share.
+//
+// Every share is of the trainer's span: its first GPU call to the end of its last.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gw {
+
+struct BudgetSettings {
+  std::string scenario;
+  uint64_t steps = 0;
+  uint64_t gpu_ns = 0;        // GPU time per step
+  uint64_t host_ns = 0;       // host work per step (what it is depends on the scenario)
+  uint64_t prep_ns = 0;       // contention-sync: host work overlapping the backward pass
+  uint64_t batch_bytes = 0;   // one batch (pipe, upload)
+  uint64_t loader_ns = 0;     // loader-pipe: the loader's CPU time per batch
+  uint64_t sleep_ns = 0;      // step-sleep: the pause after each step
+  bool timed_wait = false;    // step-sleep: a timed condition wait instead of clock_nanosleep
+  int ranks = 2;              // straggler-host
+  int rank = -1;              // set in the rank processes the launcher starts
+  std::string nccl_id;        // hex ncclUniqueId, passed by the launcher
+  uint64_t straggler_ns = 0;  // the straggler's host work per step
+  int straggle_rank = -1;
+  uint64_t grad_bytes = 0;
+  int cpu = 0;  // contention-sync, renamed-corunner: the CPU trainer and co-runner share
+  int hog_threads = 1;
+  std::string corunner_name;
+};
+
+// Whether argv asks for one of these scenarios.
+bool is_budget_scenario(int argc, char** argv);
+// Runs it; returns the process's exit status.
+int run_budget_scenario(int argc, char** argv);
+
+}  // namespace gw

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/cpu_holders.hpp"
 #include "analysis/detectors.hpp"  // is_io_syscall
 #include "analysis/parallel.hpp"
 
@@ -202,8 +203,10 @@ struct TaskTally {
 class ThreadBudgeter {
  public:
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
-                 const std::unordered_set<uint32_t>& gpu_tids, uint64_t small_copy_bytes)
+                 const std::unordered_set<uint32_t>& gpu_tids, const CpuHolders& holders,
+                 uint64_t small_copy_bytes)
       : rows_(rows),
+        holders_(holders),
         j_(j),
         kinds_(kinds),
         gpu_tids_(gpu_tids),
@@ -248,6 +251,8 @@ class ThreadBudgeter {
       at = to;
     }
     if (rows_.syscalls_from_scheduler()) lone_samples(b, t, calls, idle, off, sys);
+    if (holders_.recorded()) exact_holders(b, off, idle);
+    b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
       std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& c) {
         return a.ns != c.ns ? a.ns > c.ns : a.tid != c.tid ? a.tid < c.tid : a.pid < c.pid;
@@ -372,9 +377,65 @@ class ThreadBudgeter {
     }
   }
 
+  // With the CPU's run segments recorded, runnable time goes to whoever really ran on the CPU
+  // the thread waited for, by time (cpu_holders.hpp); the idle task's share is wake-up latency,
+  // and what no segment covers falls back to the preemptor / the last holder.
+  void exact_holders(ThreadBudget& b, const std::vector<Piece>& off,
+                     const std::vector<Piece>& idle) {
+    std::vector<HolderTime> hs;
+    size_t ii = 0;
+    const size_t runnable = static_cast<size_t>(Bucket::Runnable);
+    const size_t latency = static_cast<size_t>(Bucket::WakeLatency);
+    for (const Piece& p : off) {
+      if (!p.runnable) continue;
+      while (ii < idle.size() && idle[ii].e <= p.s) ++ii;
+      int64_t idle_ns = 0;
+      for (size_t k = ii; k < idle.size() && idle[k].s < p.e; ++k)
+        idle_ns += overlap_ns(idle[k].s, idle[k].e, p.s, p.e);
+      const double idle_frac = static_cast<double>(idle_ns) / static_cast<double>(p.e - p.s);
+      const OffCpuRow& o = rows_.offcpu[p.idx];
+      hs.clear();
+      holders_.holders(o, p.s, p.e, hs);
+      for (const HolderTime& h : hs) {
+        if (h.pid == kUnknownHolder) {
+          fallback_holder(b, o, h.ns, idle_frac);
+        } else if (h.pid == 0 && h.tid == 0) {
+          move(b, runnable, latency, h.ns, idle_frac);
+        } else {
+          blame(b, Bucket::Runnable, h.pid, h.tid, h.comm, h.ns, true, false);
+        }
+      }
+    }
+  }
+
+  void move(ThreadBudget& b, size_t from, size_t to, int64_t ns, double idle_frac) {
+    ns = std::min(ns, b.ns[from]);
+    const auto idle = std::min(static_cast<int64_t>(static_cast<double>(ns) * idle_frac),
+                               b.idle_ns[from]);
+    b.ns[from] -= ns;
+    b.ns[to] += ns;
+    b.idle_ns[from] -= idle;
+    b.idle_ns[to] += idle;
+  }
+
+  // Runnable time no run segment covers: the preemptor, else the task the thread took the CPU
+  // back from (nobody, when that was the idle task: wake-up latency).
+  void fallback_holder(ThreadBudget& b, const OffCpuRow& o, int64_t ns, double idle_frac) {
+    if (o.preempted) {
+      blame(b, Bucket::Runnable, o.other_pid, o.other_tid, o.other_comm, ns, true, false);
+    } else if (o.holder_pid != 0) {
+      blame(b, Bucket::Runnable, o.holder_pid, o.holder_tid, o.holder_comm, ns, true, false);
+    } else {
+      move(b, static_cast<size_t>(Bucket::Runnable), static_cast<size_t>(Bucket::WakeLatency), ns,
+           idle_frac);
+    }
+  }
+
   // Runnable time goes to the task that held the CPU: the preemptor for a preemption, the task
-  // it took the CPU back from after a wake-up (nobody, when that was the idle task).
+  // it took the CPU back from after a wake-up (nobody, when that was the idle task). With run
+  // segments recorded, exact_holders() attributes it afterwards.
   Bucket runnable(ThreadBudget& b, const OffCpuRow& o, int64_t ns, bool fresh) {
+    if (holders_.recorded()) return Bucket::Runnable;
     if (o.preempted) {
       blame(b, Bucket::Runnable, o.other_pid, o.other_tid, o.other_comm, ns, fresh, false);
       return Bucket::Runnable;
@@ -414,6 +475,7 @@ class ThreadBudgeter {
   }
 
   const TraceRows& rows_;
+  const CpuHolders& holders_;
   const Joins& j_;
   const SyscallKinds& kinds_;
   const std::unordered_set<uint32_t>& gpu_tids_;
@@ -520,11 +582,12 @@ bool is_kernel_task(std::string_view comm) {
 std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& joins,
                                           uint64_t small_copy_bytes) {
   const SyscallKinds kinds = syscall_kinds(rows);
+  const CpuHolders holders(rows);
   std::unordered_set<uint32_t> gpu_tids;
   for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
   std::vector<ThreadBudget> out(joins.threads.size());
   parallel_for(joins.threads.size(), [&](size_t k) {
-    ThreadBudgeter b(rows, joins, kinds, gpu_tids, small_copy_bytes);
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, holders, small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

@@ -168,17 +168,36 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
         {"longest preemption at " + fmt_rel(ctx.rel(longest_at)) + ": " + fmt_duration(longest),
          ctx.rel(longest_at)});
   }
+  // A thread pinned to fewer CPUs than the host has queues behind whatever shares them, while
+  // other CPUs may sit idle: its affinity is a cause of its own.
+  uint32_t allowed = 0;
+  for (const ThreadRow& tr : ctx.rows.threads)
+    if (tr.tid == t.tid && tr.cpus_allowed > 0) allowed = tr.cpus_allowed;
+  const uint32_t online = ctx.rows.session.online_cpus;
+  const bool pinned = allowed > 0 && online > 0 && allowed < online;
+  if (pinned) {
+    ch.evidence.push_back({victim.label() + " may run on only " + std::to_string(allowed) +
+                           " of the host's " + std::to_string(online) +
+                           " CPUs (its affinity): it waits for those while others may be free"});
+  }
   ch.fix = dominant
                ? contention_fix(victim_proc, culprit, same_process)
                : "several tasks compete for " + victim_proc.label() +
                      "'s CPUs: give the GPU dispatch thread a dedicated core (taskset / "
                      "cpuset) and move the others (" +
                      culprit_list(ctx, sp.counted, lost, false, 2, t.pid) + ") elsewhere";
+  if (pinned) {
+    ch.fix += "; " + victim_proc.label() + " is pinned to " + std::to_string(allowed) + " of " +
+              std::to_string(online) +
+              " CPUs: widen its affinity (taskset -a -p -c, the job's cpuset) so it can use "
+              "the idle ones";
+  }
   ch.metrics = {{"preempted_ns", static_cast<double>(t.off.preempted)},
                 {"runqueue_wait_ns", static_cast<double>(waits)},
                 {"preempted_in_calls_ns", static_cast<double>(t.preempted_in_calls_ns)},
                 {"preemptions", static_cast<double>(sp.preemptions)},
                 {"culprit_share", static_cast<double>(top.ns) / lost}};
+  if (pinned) ch.metrics.emplace_back("cpus_allowed", allowed);
   out.push_back(std::move(ch));
 }
 

@@ -108,9 +108,10 @@ std::string thread_profile(const Context& ctx, const ThreadSummary& t) {
   const double span = static_cast<double>(std::max<int64_t>(t.span_ns(), 1));
   std::string s = "preempted " + fmt_percent(t.off.preempted / span) + ", asleep " +
                   fmt_percent(t.off.blocked / span);
-  if (!t.preemptors.empty() && t.off.preempted > 0) {
-    const Culprit& c = t.preemptors.front();
-    s += " (CPU mostly taken by " + ctx.other(c.pid, 0, c.comm, false).label() + ")";
+  const auto& holders = ctx.budget(t).tasks(Bucket::Runnable);
+  if (!holders.empty() && t.off.preempted > 0) {
+    const Culprit& c = holders.front();
+    s += " (CPU mostly held by " + ctx.other(c.pid, c.tid, c.comm, c.pid == t.pid).label() + ")";
   }
   return s;
 }
@@ -265,9 +266,9 @@ void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
              "collective: balance the work per rank (uneven batches, sequence lengths or data "
              "shards), move that rank's extra host work (data loading, logging, checkpointing) "
              "off the step, or overlap it with GPU work";
-  } else if (st && vt && !st->preemptors.empty() && preempted_share(*st) > 0.05 &&
-      preempted_share(*st) > 2 * preempted_share(*vt)) {
-    const Culprit& c = st->preemptors.front();
+  } else if (st && vt && !ctx.budget(*st).tasks(Bucket::Runnable).empty() &&
+             preempted_share(*st) > 0.05 && preempted_share(*st) > 2 * preempted_share(*vt)) {
+    const Culprit& c = ctx.budget(*st).tasks(Bucket::Runnable).front();
     const Task culprit = ctx.other(c.pid, 0, c.comm, false);
     ch.fix += ": its dispatch thread loses the CPU to " + culprit.label() + "; " +
               contention_fix(s, culprit, c.pid == straggler);

@@ -126,7 +126,12 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
   std::vector<Caveat> out;
   uint64_t lost = 0;
   std::string parts;
+  uint64_t py_gaps = 0;
   for (const LossRow& l : rows.losses) {
+    if (l.source == "python") {  // gaps in the Python lines, not lost events
+      py_gaps += l.count;
+      continue;
+    }
     lost += l.count;
     if (!parts.empty()) parts += ", ";
     parts += l.source + "/" + l.cause + " " + fmt_count(l.count);
@@ -135,6 +140,16 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
     out.push_back({"lost_events", fmt_count(lost) + " events were lost while tracing (" + parts +
                                       "): counts and times are lower bounds"});
   }
+  if (py_gaps > 0)
+    out.push_back({"python_gaps", fmt_count(py_gaps) + " Python stacks or frames could not be "
+                                  "named (the process ended or a code object was freed before it "
+                                  "was read, or its memory could not be read): those calls have "
+                                  "no Python line"});
+  for (const PyProcessGap& g : rows.python_unsupported)
+    out.push_back({"python_unsupported", "process " + std::to_string(g.pid) + " runs Python " +
+                                             (g.version.empty() ? "?" : g.version) + " (" +
+                                             g.interpreter + "): " + g.detail +
+                                             "; its calls have no Python lines"});
   const TimeWindow& w = rows.window;
   if (rows.live) {
     out.push_back({"live", "the trace is still being recorded; this report covers it up to " +
@@ -151,6 +166,11 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                    "and sleeps cannot be seen"});
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
+    if (f.family == "python_stacks") {
+      out.push_back({"python_off", "Python stacks were not recorded (" + f.detail +
+                                       "): calls name no Python line"});
+      continue;
+    }
     if (f.family.starts_with(store::kEntryOnlyFamilyPrefix)) {  // trace --entry-only CATEGORY
       const std::string category = f.family.substr(store::kEntryOnlyFamilyPrefix.size());
       out.push_back({"entry_only", category + " calls were recorded at entry only (trace " +

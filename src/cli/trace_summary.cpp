@@ -46,12 +46,16 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   for (const BpfLoss& l : kBpfLosses) out.push_back({"bpf", l.cause, bpf[l.counter]});
   out.push_back({"reader", "decode_error", decode_errors});
   out.push_back({"store", "write_error", write_errors});
+  out.push_back({"python", "stack_unread", bpf[GW_CNT_PY_STACK_FAIL]});
+  out.push_back({"python", "frame_unresolved", py_frames_unresolved});
+  out.push_back({"python", "unsupported_process", py_unsupported});
   return out;
 }
 
 uint64_t TraceCounts::lost() const {
   uint64_t n = 0;
-  for (const auto& l : losses()) n += l.count;
+  for (const auto& l : losses())
+    if (l.source != "python") n += l.count;
   return n;
 }
 
@@ -111,7 +115,7 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
   } else {
     std::string causes;
     for (const auto& l : c.losses())
-      if (l.count) causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
+      if (l.count && l.source != "python") causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
     std::fprintf(out, "gpuwhy: LOST %s events (%s); a larger --ring-mb helps with ring_full\n",
                  with_commas(lost).c_str(), causes.c_str());
   }

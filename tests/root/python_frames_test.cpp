@@ -205,16 +205,16 @@ TEST_P(PythonFrames, NoPythonFlagRecordsNone) {
   EXPECT_TRUE(caveat) << ex.out;
 }
 
-// The training loop's per-step read-back is the top chain (hidden_sync), and its evidence names
-// the line: "train_loop.py:<n> in train_step: lib.cudaMemcpy(...)".
+// The training loop's per-step read-back is the top chain (hidden_sync; only CPU contention from
+// co-runners may rank above it), and its evidence names the line: "train_loop.py:<n> in train_step: lib.cudaMemcpy(...)".
 TEST_P(PythonFrames, HiddenSyncNamesThePythonLine) {
   if (GetParam().name != "3.11") GTEST_SKIP() << "the scenario runs on the default python3 (3.11)";
   const std::string db = dir.file("t.db");
   Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   const std::string file = script("train_loop.py");
-  RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", "150"},
-                    {{"GWSIM_KERNEL_NS", "100000"}});
+  RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", "100"},
+                    {{"GWSIM_KERNEL_NS", "1000000"}});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
@@ -223,8 +223,18 @@ TEST_P(PythonFrames, HiddenSyncNamesThePythonLine) {
   SCOPED_TRACE("explain said:\n" + text.out);
   const json report = json::parse(ex.out);
   ASSERT_FALSE(report["chains"].empty());
-  const json& top = report["chains"][0];
-  ASSERT_EQ(top["kind"], "hidden_sync") << top.dump();
+  // The read-back's chain; above it only CPU contention (other engineers' builds on a shared
+  // machine take the CPU from the loop; on an idle machine hidden_sync is the top chain).
+  const json* sync = nullptr;
+  for (const json& c : report["chains"]) {
+    if (c["kind"] == "hidden_sync") {
+      sync = &c;
+      break;
+    }
+    EXPECT_EQ(c["kind"], "cpu_contention") << "a chain above the read-back's: " << c.dump();
+  }
+  ASSERT_NE(sync, nullptr) << report.dump(2);
+  const json& top = *sync;
   int line = 0;
   {
     std::ifstream in(file);

@@ -43,7 +43,7 @@ def train_step(d_loss):
     loss = ctypes.c_float()
     lib.cudaMemcpy(ctypes.byref(loss), d_loss, 4, D2H)  # READBACK (loss.item())
     loss_value = loss.value
-    host_work(1_500_000)  # the host builds the backward pass: the GPU has nothing queued
+    host_work(8_000_000)  # the host builds the backward pass: the GPU has nothing queued
     launch(KERNELS[1], 12)  # backward
     host_work(300_000)
     launch(KERNELS[2], 4)  # optimizer

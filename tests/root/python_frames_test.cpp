@@ -144,17 +144,17 @@ TEST_P(PythonFrames, EveryCallNamesItsLine) {
     const std::string function =
         py310 ? qualname.substr(qualname.rfind('.') + 1) : qualname;
     SCOPED_TRACE("site " + std::to_string(site) + " (" + function + ")");
-    const std::string calls =
-        " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaMalloc' AND c.bytes = " +
-        std::to_string(4096 * site);
-    const auto n = rows_of(*f, "SELECT count(*), count(c.py_stack)" + calls);
+    const std::string from = " FROM api_calls c JOIN apis a ON a.id = c.api";
+    const std::string filter =
+        " WHERE a.name = 'cudaMalloc' AND c.bytes = " + std::to_string(4096 * site);
+    const auto n = rows_of(*f, "SELECT count(*), count(c.py_stack)" + from + filter);
     ASSERT_EQ(n.size(), 1u);
     // Three rounds; the generator allocates twice a round.
     EXPECT_EQ(n[0][0], site == 3 ? "6" : "3");
     EXPECT_EQ(n[0][1], n[0][0]) << "every call has a Python stack";
     const auto frames = rows_of(
-        *f, "SELECT DISTINCT p.file, p.function, p.line, p.source" + calls +
-                " JOIN python_frames p ON p.py_stack_id = c.py_stack AND p.depth = 0");
+        *f, "SELECT DISTINCT p.file, p.function, p.line, p.source" + from +
+                " JOIN python_frames p ON p.py_stack_id = c.py_stack AND p.depth = 0" + filter);
     ASSERT_EQ(frames.size(), 1u) << "one innermost frame for all of a site's calls";
     EXPECT_EQ(frames[0][0], file);
     EXPECT_EQ(frames[0][1], function);
@@ -200,13 +200,15 @@ TEST_P(PythonFrames, NoPythonFlagRecordsNone) {
             "off");
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const json report = json::parse(ex.out);  // kept: the loop must not walk a destroyed temporary
   bool caveat = false;
-  for (const json& c : json::parse(ex.out)["caveats"]) caveat = caveat || c["kind"] == "python_off";
+  for (const json& c : report["caveats"]) caveat = caveat || c["kind"] == "python_off";
   EXPECT_TRUE(caveat) << ex.out;
 }
 
 // The training loop's per-step read-back is the top chain (hidden_sync; only CPU contention from
-// co-runners may rank above it), and its evidence names the line: "train_loop.py:<n> in train_step: lib.cudaMemcpy(...)".
+// co-runners may rank above it), and its evidence names the line:
+// "train_loop.py:<n> in train_step: lib.cudaMemcpy(...)".
 TEST_P(PythonFrames, HiddenSyncNamesThePythonLine) {
   if (GetParam().name != "3.11") GTEST_SKIP() << "the scenario runs on the default python3 (3.11)";
   const std::string db = dir.file("t.db");

@@ -2,7 +2,7 @@
 # GPU calls from known Python lines, for the root test of Python frames (tests/root/
 # python_frames_test.cpp). Each site calls cudaMalloc through ctypes (the GIL released during the
 # call, as PyTorch does) with its own size, 4096 * site number, so the test can tell the sites'
-# calls apart; the line of each call carries "# SITE <n> <function>" for the test to read.
+# calls apart; the line of each call ends with a SITE marker (number, function) for the test.
 # Usage: python3 call_sites.py <path of libcudart.so.13> [rounds]
 import asyncio
 import ctypes

@@ -31,6 +31,7 @@ struct gw_open_call {
 	__s32 stack_id;
 	__u16 flags;
 	__u16 api;
+	__u64 py_stack; /* gw_py_stacks key, 0: none */
 };
 
 /*
@@ -47,6 +48,9 @@ struct gw_thread_calls {
 	__u32 launches; /* kernel launches seen: samples their in-memory arguments */
 	__u32 emitted;  /* records written: one in GW_RING_LOOK_STRIDE looks at the ring's fill */
 	struct gw_open_call calls[GW_OPEN_CALLS];
+	__u64 py_tstate; /* this thread's PyThreadState, GW_PY_NO_TSTATE: none (python.bpf.h) */
+	__u32 py_misses; /* calls made without one: it is looked for again now and then */
+	__u32 pad;
 };
 
 struct {
@@ -55,6 +59,8 @@ struct {
 	__type(key, int);
 	__type(value, struct gw_thread_calls);
 } gw_thread_calls SEC(".maps");
+
+#include "python.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -289,6 +295,7 @@ static __always_inline void gw_emit_call(struct task_struct *task, struct gw_thr
 	rec->api = GW_COOKIE_API(cookie);
 	rec->lib = GW_COOKIE_LIB(cookie);
 	rec->stack_id = p->stack_id;
+	rec->py_stack = p->py_stack;
 	gw_submit_event_strided(rec, sizeof(*rec), (tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
 				GW_RING_LOOK_STRIDE);
 }
@@ -329,6 +336,7 @@ static __always_inline void gw_launch_entry(struct pt_regs *ctx, struct task_str
 	p->args[0] = func;
 	p->out_ptr = 0;
 	p->stack_id = stack_id;
+	p->py_stack = 0;
 	gw_push_call(tc);
 }
 
@@ -413,6 +421,9 @@ static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struc
 	if (spec->out_reg >= 0 && spec->out_reg < 6)
 		p->out_ptr = regs[spec->out_reg & 7];
 	p->stack_id = gw_user_stack(ctx);
+	/* The Python line behind the call; not on a launch whose memory words are sampled out (the
+	 * same sampling: a launch's cost stays where it was). */
+	p->py_stack = gw_cfg.python_stacks && read_mem ? gw_py_stack(task, &tc->py_tstate, &tc->py_misses) : 0;
 	if (spec->entry_only) {
 		/* With the stack full, the slot was its oldest call's: that call is lost, as a push
 		 * would have lost it. */

@@ -75,8 +75,10 @@ int BPF_PROG(gw_exit, struct task_struct *p, bool group_dead)
 		__builtin_memcpy(rec->comm, p->comm, GW_COMM_LEN);
 		bpf_ringbuf_submit(rec, 0);
 	}
-	if (group_dead)
+	if (group_dead) {
 		bpf_map_delete_elem(&gw_tracked, &tgid);
+		bpf_map_delete_elem(&gw_py_procs, &tgid); /* the pid may next be another program */
+	}
 	return 0;
 }
 

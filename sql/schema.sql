@@ -343,6 +343,39 @@ CREATE TABLE stack_frames (
   PRIMARY KEY (stack_id, depth)
 ) WITHOUT ROWID;
 
+-- The Python stacks behind api_calls.py_stack (ABI 5; on by default for Python processes, off
+-- with trace --no-python), named on the traced host while the process lived: one row per frame,
+-- depth 0 the innermost (the line that made the GPU call). file: co_filename; function:
+-- co_qualname (3.10: co_name); line: the executing line, decoded from the code object's line
+-- table; source: that line's text (whitespace-stripped), read at trace time from the file the
+-- process ran (through /proc/PID/root); NULL where unknown (the process had exited or the code
+-- object was gone before it was read: losses python/frame_unresolved). code_addr and instr: what
+-- the probe copied (the code object's address, the instruction index). Added after schema 2's
+-- first files.
+CREATE TABLE python_frames (
+  py_stack_id INTEGER NOT NULL,
+  depth       INTEGER NOT NULL,
+  pid         INTEGER NOT NULL,
+  file        TEXT,
+  function    TEXT,
+  line        INTEGER,
+  source      TEXT,
+  code_addr   INTEGER NOT NULL,
+  instr       INTEGER NOT NULL,
+  PRIMARY KEY (py_stack_id, depth)
+) WITHOUT ROWID;
+
+-- The Python processes found among the traced ones, and whether their stacks can be walked:
+-- version "3.11.7"; supported 0 with why in detail (an interpreter gpuwhy cannot walk). Added
+-- after schema 2's first files.
+CREATE TABLE python_processes (
+  pid         INTEGER NOT NULL PRIMARY KEY,
+  interpreter TEXT NOT NULL,  -- the file holding the interpreter (libpython3.11.so.1.0, python3.11)
+  version     TEXT,
+  supported   INTEGER NOT NULL,
+  detail      TEXT
+);
+
 CREATE TABLE losses (
   source TEXT NOT NULL,   -- bpf | reader | store
   cause  TEXT NOT NULL,

@@ -199,12 +199,64 @@ std::vector<CollectiveWait> collective_waits(const Context& ctx) {
   return v;
 }
 
+namespace {
+
+// The Python lines `calls` were made from, costliest first: (time in the calls, calls, site).
+struct PySiteCost {
+  int64_t ns = 0;
+  uint64_t calls = 0;
+  std::string site;
+};
+
+std::vector<PySiteCost> python_site_costs(const Context& ctx, const std::vector<uint32_t>& calls) {
+  std::vector<PySiteCost> v;
+  if (ctx.rows.python_sites.empty()) return v;
+  std::map<std::string, PySiteCost> by_site;
+  for (uint32_t i : calls) {
+    const CallRow& c = ctx.rows.calls[i];
+    auto it = ctx.rows.python_sites.find(ctx.rows.ext(c).pystack_id);
+    if (it == ctx.rows.python_sites.end()) continue;
+    PySiteCost& s = by_site[it->second.text()];
+    s.ns += c.dur;
+    ++s.calls;
+  }
+  for (auto& [site, cost] : by_site) {
+    cost.site = site;
+    v.push_back(std::move(cost));
+  }
+  std::sort(v.begin(), v.end(), [](const PySiteCost& a, const PySiteCost& b) {
+    if (a.ns != b.ns) return a.ns > b.ns;
+    return a.calls != b.calls ? a.calls > b.calls : a.site < b.site;
+  });
+  return v;
+}
+
+}  // namespace
+
+std::string top_python_site(const Context& ctx, const std::vector<uint32_t>& calls) {
+  const std::vector<PySiteCost> v = python_site_costs(ctx, calls);
+  return v.empty() ? std::string() : v.front().site;
+}
+
 std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls) {
-  if (ctx.rows.call_sites.empty()) return {};
-  std::vector<int32_t> ids;
-  ids.reserve(calls.size());
-  for (uint32_t i : calls) ids.push_back(ctx.rows.ext(ctx.rows.calls[i]).stack_id);
-  return call_sites_line(ctx, ids);
+  // Python lines first (what the person who wrote them can change), by time in the calls.
+  std::string python;
+  const std::vector<PySiteCost> py = python_site_costs(ctx, calls);
+  for (size_t i = 0; i < py.size() && i < 3; ++i) {
+    if (i) python += ", ";
+    python += py[i].site + " (" + fmt_count(py[i].calls) + " of " + fmt_count(calls.size()) +
+              " calls, " + fmt_duration(py[i].ns) + ")";
+  }
+  std::string native;
+  if (!ctx.rows.call_sites.empty()) {
+    std::vector<int32_t> ids;
+    ids.reserve(calls.size());
+    for (uint32_t i : calls) ids.push_back(ctx.rows.ext(ctx.rows.calls[i]).stack_id);
+    native = call_sites_line(ctx, ids);
+  }
+  if (python.empty()) return native;
+  if (native.empty()) return "called from: " + python;
+  return "called from: " + python + "; natively " + native;
 }
 
 std::string call_sites_line(const Context& ctx, const std::vector<int32_t>& stack_ids) {

@@ -122,8 +122,14 @@ uint32_t futex_nr(const TraceRows& rows);
 // "called from: gw::Trainer::step(unsigned long)+0x2f2 in sim_train (150 of 150)": where the
 // stacks (trace --stacks; -1: none) came from, the top three; empty when none is resolved.
 std::string call_sites_line(const Context& ctx, const std::vector<int32_t>& stack_ids);
-// The same for calls (indices into rows.calls).
+// The same for calls (indices into rows.calls), Python lines first (Python processes), by time
+// in the calls: "called from: train.py:212 in train_step: loss_value = loss.item() (150 of 150
+// calls, 1.20 s); natively called from: ..." (the native part only with trace --stacks).
 std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls);
+// The Python line the most time in `calls` (indices into rows.calls) was spent from:
+// "train.py:212 in train_step: loss_value = loss.item()"; empty when none of them has one. For a
+// chain's fix ("... at <site>").
+std::string top_python_site(const Context& ctx, const std::vector<uint32_t>& calls);
 
 // A collective as its thread waited for it: the call, through the stream sync right after it
 // when there is one (NCCL calls only enqueue: the wait surfaces in that sync). Sorted by ts.

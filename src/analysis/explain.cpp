@@ -182,7 +182,12 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
   std::vector<Caveat> out;
   uint64_t lost = 0, late = 0;
   std::string parts, late_parts;
+  uint64_t py_gaps = 0;
   for (const LossRow& l : rows.losses) {
+    if (l.source == "python") {  // gaps in the Python lines, not lost events
+      py_gaps += l.count;
+      continue;
+    }
     // Source "discovery" counts processes whose runtime was probed after they mapped it.
     const bool processes = l.source == "discovery";
     (processes ? late : lost) += l.count;
@@ -202,6 +207,16 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                                        "; table startup_gaps names them): their first calls "
                                        "may be missing"});
   }
+  if (py_gaps > 0)
+    out.push_back({"python_gaps", fmt_count(py_gaps) + " Python stacks or frames could not be "
+                                  "named (the process ended or a code object was freed before it "
+                                  "was read, or its memory could not be read): those calls have "
+                                  "no Python line"});
+  for (const PyProcessGap& g : rows.python_unsupported)
+    out.push_back({"python_unsupported", "process " + std::to_string(g.pid) + " runs Python " +
+                                             (g.version.empty() ? "?" : g.version) + " (" +
+                                             g.interpreter + "): " + g.detail +
+                                             "; its calls have no Python lines"});
   const TimeWindow& w = rows.window;
   if (rows.live) {
     out.push_back({"live", "the trace is still being recorded; this report covers it up to " +
@@ -219,6 +234,11 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
     if (f.family == "rtld_hook") continue;  // what it cost is counted: the startup_gaps caveat
+    if (f.family == "python_stacks") {
+      out.push_back({"python_off", "Python stacks were not recorded (" + f.detail +
+                                       "): calls name no Python line"});
+      continue;
+    }
     if (f.family.starts_with(store::kEntryOnlyFamilyPrefix)) {  // trace --entry-only CATEGORY
       const std::string category = f.family.substr(store::kEntryOnlyFamilyPrefix.size());
       out.push_back({"entry_only", category + " calls were recorded at entry only (trace " +

@@ -257,6 +257,28 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                   });
     if (!st) return st;
   }
+  if (has_table(db, "python_frames")) {
+    // The innermost Python frame of each stack: the line that made the call.
+    st = each_row(db,
+                  "SELECT py_stack_id, coalesce(file, ''), coalesce(function, ''), "
+                  "coalesce(line, -1), coalesce(source, '') FROM python_frames WHERE depth = 0",
+                  "python_frames", [&](Query& q) {
+                    PySite site{q.text(1), q.text(2), static_cast<int32_t>(q.i64(3)), q.text(4)};
+                    if (!site.file.empty())
+                      rows.python_sites[static_cast<int32_t>(q.i64(0))] = std::move(site);
+                  });
+    if (!st) return st;
+  }
+  if (has_table(db, "python_processes")) {
+    st = each_row(db,
+                  "SELECT pid, interpreter, coalesce(version, ''), coalesce(detail, '') "
+                  "FROM python_processes WHERE supported = 0 ORDER BY pid",
+                  "python_processes", [&](Query& q) {
+                    rows.python_unsupported.push_back({static_cast<uint32_t>(q.i64(0)), q.text(1),
+                                                       q.text(2), q.text(3)});
+                  });
+    if (!st) return st;
+  }
   if (has_table(db, "probe_families")) {
     st = each_row(db,
                   "SELECT family, state, coalesce(detail, '') FROM probe_families "
@@ -386,7 +408,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
                  c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"],
-                 c_peer = ac["peer"], c_nranks = ac["nranks"];
+                 c_peer = ac["peer"], c_nranks = ac["nranks"], c_py = ac["py_stack"];
   auto keep_call = [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;
@@ -406,6 +428,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         static_cast<uint64_t>(k.value(init ? c_peer : c_addr, r)),
         static_cast<uint64_t>(k.value(c_addr2, r)), static_cast<int32_t>(k.value(c_ret, r)));
     if (!k.is_null(c_stack, r)) e.stack_id = static_cast<int32_t>(k.value(c_stack, r));
+    if (!k.is_null(c_py, r)) e.pystack_id = static_cast<int32_t>(k.value(c_py, r));
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);
   };

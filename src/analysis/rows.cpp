@@ -185,6 +185,14 @@ const ApiMeta& unknown_api_meta() {
   return unknown;
 }
 
+std::string PySite::text() const {
+  std::string out = file.substr(file.rfind('/') + 1);
+  if (line >= 0) out += ":" + std::to_string(line);
+  if (!function.empty()) out += " in " + function;
+  if (!source.empty()) out += ": " + source;
+  return out;
+}
+
 void TraceRows::set_ext(CallRow& c, const CallExt& e) {
   if (e.empty()) {
     c.ext = kNoExt;

@@ -30,8 +30,9 @@ struct CallExt {
   uint64_t addr2 = 0;  // copy src
   int32_t ret = 0;     // 0 = success
   int32_t stack_id = -1;  // api_calls.stack_id (trace --stacks); -1: none
+  int32_t pystack_id = -1;  // api_calls.py_stack (Python processes); -1: none
   bool empty() const {
-    return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0 && stack_id < 0;
+    return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0 && stack_id < 0 && pystack_id < 0;
   }
 };
 
@@ -177,6 +178,23 @@ struct ThreadRow {
   uint32_t cpus_allowed = 0;  // how many CPUs it may run on (its latest affinity); 0: unknown
 };
 
+// The Python line a call was made from: the innermost frame of its Python stack (python_frames,
+// depth 0).
+struct PySite {
+  std::string file;      // as the process named it (co_filename)
+  std::string function;  // qualified name (3.10: the function's own name)
+  int32_t line = -1;     // -1: unknown
+  std::string source;    // the line's text at trace time; empty: unknown
+  // "train.py:212 in train_step: loss_value = loss.item()"
+  std::string text() const;
+};
+
+// A Python process whose stacks could not be walked (python_processes.supported = 0).
+struct PyProcessGap {
+  uint32_t pid = 0;
+  std::string interpreter, version, detail;
+};
+
 struct LossRow {
   std::string source, cause;
   uint64_t count = 0;
@@ -243,6 +261,10 @@ struct TraceRows {
   // the GPU and C/C++ runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train".
   // Empty without --stacks.
   std::unordered_map<int32_t, std::string> call_sites;
+  // Per Python stack id (api_calls.py_stack), the line it was called from. Empty for traces
+  // without Python processes, or recorded with trace --no-python.
+  std::unordered_map<int32_t, PySite> python_sites;
+  std::vector<PyProcessGap> python_unsupported;
 
   bool prepared = false;  // prepare_rows has run (set by it)
 

@@ -151,6 +151,8 @@ void print_text(const CheckReport& r) {
       rows.push_back({std::to_string(p.info.pid), p.info.comm, join(names, ", ")});
     }
     print_table(rows);
+    for (const auto& p : f.processes)
+      if (!p.python.empty()) std::printf("  pid %u: %s\n", p.info.pid, p.python.c_str());
   }
 
   std::printf("\nFindings\n");
@@ -203,6 +205,7 @@ json to_json(const CheckReport& r) {
                      {"cgroup", p.info.cgroup},
                      {"start_ns", p.info.start_ns},
                      {"libraries", p.libraries},
+                     {"python", p.python.empty() ? json(nullptr) : json(p.python)},
                      {"skipped", skipped}});
   }
   json findings = json::array();

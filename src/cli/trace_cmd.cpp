@@ -23,6 +23,7 @@ struct TraceFlags {
   uint32_t launch_arg_sampling = 64;
   bool no_launch_batching = false;
   bool no_uprobe_multi = false;
+  bool no_python = false;
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
@@ -63,6 +64,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_flag("--no-uprobe-multi", flags->no_uprobe_multi,
                 "Attach one uprobe per function, as on kernels before 6.6, instead of one "
                 "uprobe_multi link per library (troubleshooting; stopping takes longer)");
+  cmd->add_flag("--no-python", flags->no_python,
+                "Do not record the Python line behind each GPU call of Python processes (on by "
+                "default: every call but the launches whose arguments are not sampled walks the "
+                "calling thread's Python frames)");
   std::vector<std::string> categories;
   for (Category c : all_categories()) categories.emplace_back(category_name(c));
   cmd->add_option("--entry-only", flags->entry_only,
@@ -127,6 +132,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
       opt.launch_batching = !flags->no_launch_batching;
       opt.uprobe_multi = !flags->no_uprobe_multi;
+      opt.python_stacks = !flags->no_python;
       for (const std::string& name : flags->entry_only)  // names checked by the option
         opt.entry_only_categories |= category_bit(*category_of_name(name));
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);

@@ -25,6 +25,7 @@
 #include "cli/commands.hpp"
 #include "cli/launched_command.hpp"
 #include "cli/process_holds.hpp"
+#include "cli/python_stacks.hpp"
 #include "cli/trace_summary.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -195,6 +196,8 @@ class TraceSession {
   std::vector<std::string> scan_process(uint32_t pid);
   // scan_process, counting a process found with a runtime not probed before it mapped it.
   void scan_late(uint32_t pid);
+  void find_python(uint32_t pid);
+  void write_python_frames();
   void scan_all();
   void handle_hints();
   // A runtime file new to the dynamic linker's hook, mapped by a process held for it or not.
@@ -212,6 +215,7 @@ class TraceSession {
   ClockConverter clock_{0};
   std::unique_ptr<probes::Probes> probes_;
   std::unique_ptr<Recorder> rec_;
+  std::unique_ptr<PythonStacks> py_;  // null with trace --no-python
   reader::BatchQueue queue_;
   reader::HintQueue hints_;
   std::unique_ptr<reader::RingReader> reader_;
@@ -286,6 +290,7 @@ std::vector<std::string> TraceSession::scan_process(uint32_t pid) {
   for (const auto& lib : *libs)
     if (attach_library(lib, pid)) attached.push_back(lib.path);
   (void)probes_->track_pid(pid);
+  find_python(pid);
   return attached;
 }
 
@@ -294,6 +299,35 @@ std::vector<std::string> TraceSession::scan_process(uint32_t pid) {
 void TraceSession::scan_late(uint32_t pid) {
   const std::vector<std::string> attached = scan_process(pid);
   if (started_ && !attached.empty()) note_gap(pid, "found_late", attached.front());
+}
+
+// A traced process running CPython gets its interpreter's layout in the kernel, so its calls
+// carry their Python stacks from now on; one that cannot be walked is recorded with why.
+void TraceSession::find_python(uint32_t pid) {
+  if (!py_) return;
+  auto p = py_->discover(pid);
+  if (!p) return;
+  if (p->supported) {
+    if (Status s = probes_->set_python_layout(pid, p->layout); !s) {
+      p->supported = false;
+      p->why_not = s.error().what;
+    }
+  }
+  if (p->supported)
+    spdlog::info("pid {}: Python {} ({}): recording Python lines", pid, p->version, p->interpreter);
+  else
+    spdlog::warn("pid {}: Python {} ({}): no Python lines: {}", pid, p->version, p->interpreter,
+                 p->why_not);
+  std::lock_guard lock(rec_->mu());
+  (void)rec_->writer().add_python_process(
+      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not});
+}
+
+// Writer thread, with the recorder's lock held: the Python frames named since the last batch.
+void TraceSession::write_python_frames() {
+  if (!py_) return;
+  const auto rows = py_->take_rows();
+  if (Status s = rec_->writer().write_python_frames(rows); !s) spdlog::warn("{}", s.error().line());
 }
 
 void TraceSession::scan_all() {
@@ -373,6 +407,7 @@ reader::RingReader::Options TraceSession::reader_options() {
       if (seen.insert(id).second) rec_->note_new_stack(pid);
     };
   }
+  if (py_) o.on_python_stack = [this](uint32_t pid, uint64_t key) { return py_->intern(pid, key); };
   return o;
 }
 
@@ -384,6 +419,7 @@ void TraceSession::writer_loop() {
     if (batch) {
       std::lock_guard lock(rec_->mu());
       rec_->note_identities(*batch);
+      write_python_frames();
       if (Status s = rec_->writer().write_batch(*batch); !s) spdlog::error("{}", s.error().line());
     } else if (!timed_out && queue_.closed_and_empty()) {
       return;
@@ -412,6 +448,10 @@ TraceCounts TraceSession::counts() const {
   c.hold_timeout = hold_timeout_.load();
   c.not_held = not_held_.load();
   c.found_late = found_late_.load();
+  if (py_) {
+    c.py_frames_unresolved = py_->frames_unresolved();
+    c.py_unsupported = py_->unsupported_processes();
+  }
   return c;
 }
 
@@ -454,6 +494,7 @@ int TraceSession::run() {
   cfg.block_io = opt_.block_io;
   cfg.tcp = opt_.tcp;
   cfg.reclaim = opt_.reclaim;
+  cfg.python_stacks = opt_.python_stacks;
   auto probes = probes::Probes::load(cfg);
   if (!probes) return fail(probes.error().line());
   probes_ = std::move(probes.value());
@@ -468,6 +509,14 @@ int TraceSession::run() {
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
   if (opt_.stacks) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
+  if (opt_.python_stacks)
+    py_ = std::make_unique<PythonStacks>(
+        [this](uint64_t key, gw_py_stack* out) { return probes_->python_stack(key, out); });
+  if (Status s = rec_->writer().set_probe_family(
+          "python_stacks", opt_.python_stacks ? "on" : "off",
+          opt_.python_stacks ? "" : "trace --no-python");
+      !s)
+    return fail(s.error().line());
   for (const probes::FamilyState& f : probes_->family_states()) {
     if (Status s = rec_->writer().set_probe_family(probes::host_family_name(f.family), f.state,
                                                    f.detail);
@@ -580,6 +629,10 @@ int TraceSession::run() {
   batches_at_stop_ = open_batches->size();
   queue_.close();
   writer_thread.join();
+  {
+    std::lock_guard lock(rec_->mu());
+    write_python_frames();
+  }
   flush_counts();
   const TraceCounts final_counts = counts();
   Status fin;

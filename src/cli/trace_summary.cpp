@@ -49,13 +49,16 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   out.push_back({"discovery", "hold_timeout", hold_timeout});
   out.push_back({"discovery", "not_held", not_held});
   out.push_back({"discovery", "found_late", found_late});
+  out.push_back({"python", "stack_unread", bpf[GW_CNT_PY_STACK_FAIL]});
+  out.push_back({"python", "frame_unresolved", py_frames_unresolved});
+  out.push_back({"python", "unsupported_process", py_unsupported});
   return out;
 }
 
 uint64_t TraceCounts::lost() const {
   uint64_t n = 0;
   for (const auto& l : losses())
-    if (l.source != "discovery") n += l.count;
+    if (l.source != "discovery" && l.source != "python") n += l.count;
   return n;
 }
 
@@ -116,7 +119,8 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
   } else {
     std::string causes;
     for (const auto& l : c.losses())
-      if (l.count && l.source != "discovery") causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
+      if (l.count && l.source != "discovery" && l.source != "python")
+        causes += (causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
     std::fprintf(out, "gpuwhy: LOST %s events (%s); a larger --ring-mb helps with ring_full\n",
                  with_commas(lost).c_str(), causes.c_str());
   }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuwhy/abi/events.h"
 #include "store/store.hpp"
 
 namespace gpuwhy::cli {
@@ -18,7 +19,7 @@ namespace gpuwhy::cli {
 struct TraceCounts {
   std::vector<std::pair<uint16_t, uint64_t>> by_kind;  // gw_event_kind -> events received
   uint64_t total_events = 0;
-  std::array<uint64_t, 8> bpf{};  // enum gw_counter
+  std::array<uint64_t, GW_CNT__MAX> bpf{};  // enum gw_counter
   uint64_t decode_errors = 0;
   uint64_t write_errors = 0;
   uint64_t batches_at_stop = 0;  // launch batches read from task storage at stop
@@ -26,11 +27,16 @@ struct TraceCounts {
   // whose runtime was probed only after they mapped it (startup_gaps), by cause.
   uint64_t held = 0;
   uint64_t hold_timeout = 0, not_held = 0, found_late = 0;
+  // Python frames a call recorded but user space could not name (the process ended before, a
+  // code object freed), and Python processes whose interpreter is not supported: gaps in the
+  // Python lines, not lost events (source "python" in losses).
+  uint64_t py_frames_unresolved = 0;
+  uint64_t py_unsupported = 0;
 
   // Every loss cause, zeros included; source "discovery" counts processes, the others events.
   std::vector<store::LossCount> losses() const;
   std::vector<std::pair<std::string, uint64_t>> event_counts() const;
-  uint64_t lost() const;  // events
+  uint64_t lost() const;  // events lost (the "discovery" and "python" gaps are not events)
   uint64_t late_processes() const { return hold_timeout + not_held + found_late; }
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "discover/host_check.hpp"
+#include "discover/python.hpp"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -88,7 +89,12 @@ void scan_processes(HostFacts& f, std::map<std::pair<uint64_t, uint64_t>, size_t
     if (libs->empty() && skipped.empty()) continue;
     auto info = read_process(pid);
     if (!info) continue;
-    ProcessCheck p{std::move(*info), {}, std::move(skipped)};
+    ProcessCheck p{std::move(*info), {}, std::move(skipped), {}};
+    if (auto py = find_python(pid)) {
+      p.python = "Python " + (py->version.empty() ? std::string("?") : py->version) + " (" +
+                 std::string(py->interpreter.substr(py->interpreter.rfind('/') + 1)) + "): " +
+                 (py->supported ? "Python lines recorded" : "no Python lines: " + py->why_not);
+    }
     for (LibraryFile& lib : *libs) {
       p.libraries.push_back(lib.path);
       add_library(f, index, std::move(lib), false, pid);

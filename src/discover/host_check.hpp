@@ -47,6 +47,9 @@ struct ProcessCheck {
   ProcessInfo info;
   std::vector<std::string> libraries;  // host-visible paths of the GPU libraries it maps
   std::vector<SkippedLibrary> skipped;
+  // "Python 3.11.7 (libpython3.11.so.1.0): Python lines recorded", or why not; empty when the
+  // process runs no CPython.
+  std::string python;
 };
 
 // Result of a feature probe that was not run.

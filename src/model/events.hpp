@@ -31,6 +31,8 @@ struct ApiCall {
   ApiCallFields f;
   int32_t stack_id = -1;
   uint16_t flags = 0;  // GW_FLAG_*
+  uint64_t py_key = 0;       // the Python stack's key in the kernel's map, 0: none
+  int32_t py_stack_id = -1;  // python_frames.py_stack_id, given by the reader; -1: none
 };
 
 struct OffCpu {

@@ -103,6 +103,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.wakeup_bytes = cfg.events_ring_bytes / 4;  // wake the reader early when a quarter is full
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
   ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;
+  ro.python_stacks = cfg.python_stacks ? 1 : 0;
 
   bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
@@ -424,8 +425,8 @@ Status Probes::track_pid(uint32_t pid) {
 int Probes::events_ring_fd() const { return bpf_map__fd(skel_->maps.gw_events); }
 int Probes::lifecycle_ring_fd() const { return bpf_map__fd(skel_->maps.gw_lifecycle); }
 
-std::array<uint64_t, 8> Probes::read_counters() const {
-  std::array<uint64_t, 8> sums{};
+std::array<uint64_t, GW_CNT__MAX> Probes::read_counters() const {
+  std::array<uint64_t, GW_CNT__MAX> sums{};
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return sums;
   std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
@@ -495,6 +496,18 @@ std::vector<uint64_t> Probes::user_stack(int32_t id) const {
     return {};
   ips.resize(static_cast<size_t>(std::find(ips.begin(), ips.end(), 0) - ips.begin()));
   return ips;
+}
+
+Status Probes::set_python_layout(uint32_t pid, const gw_py_layout& layout) {
+  if (bpf_map__update_elem(skel_->maps.gw_py_procs, &pid, sizeof(pid), &layout, sizeof(layout),
+                           BPF_ANY) != 0)
+    return errno_error("cannot set the Python layout of pid " + std::to_string(pid), errno);
+  return {};
+}
+
+bool Probes::python_stack(uint64_t key, gw_py_stack* out) const {
+  return bpf_map__lookup_elem(skel_->maps.gw_py_stacks, &key, sizeof(key), out, sizeof(*out), 0) ==
+         0;
 }
 
 Probes::~Probes() {

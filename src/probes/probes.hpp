@@ -13,6 +13,7 @@
 #include "catalog/api_catalog.hpp"
 #include "core/result.hpp"
 #include "discover/discover.hpp"
+#include "gpuwhy/abi/events.h"
 
 struct gpuwhy_bpf;  // generated skeleton
 struct bpf_link;
@@ -53,6 +54,7 @@ struct ProbeConfig {
   // The dynamic linker's hook stops a process that maps a GPU runtime file not yet known until
   // it is probed (false: user space is told, the process runs on).
   bool hold_new_libs = true;
+  bool python_stacks = true;  // Python stacks at the calls of Python processes (bpf/python.bpf.h)
 };
 
 // What became of one host family in this trace: on, off (not asked for), or failed (with why).
@@ -114,11 +116,16 @@ class Probes {
   // The addresses of captured user stack `id`, innermost first; empty when the map has none.
   std::vector<uint64_t> user_stack(int32_t id) const;
 
+  // Where the interpreter of Python process `pid` keeps its threads and frames (discovery).
+  Status set_python_layout(uint32_t pid, const gw_py_layout& layout);
+  // The Python stack with key `key` (gw_api_call.py_stack); false when the map no longer has it.
+  bool python_stack(uint64_t key, gw_py_stack* out) const;
+
   int events_ring_fd() const;
   int lifecycle_ring_fd() const;
 
   // Sums of the per-CPU loss/health counters (index: enum gw_counter).
-  std::array<uint64_t, 8> read_counters() const;
+  std::array<uint64_t, GW_CNT__MAX> read_counters() const;
 
   // Host families that could not be attached, with the reason (reported, not fatal).
   const std::vector<std::string>& warnings() const { return warnings_; }

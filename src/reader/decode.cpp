@@ -106,6 +106,7 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.lib = r.lib;
       e.ret = static_cast<int32_t>(r.ret);  // every GPU runtime returns a 32-bit enum
       e.stack_id = r.stack_id;
+      e.py_key = r.py_stack;
       e.flags = h.flags;
       uint64_t args[8];
       for (int i = 0; i < 8; ++i) args[i] = r.args[i];

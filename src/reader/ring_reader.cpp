@@ -73,6 +73,10 @@ void RingReader::add(Event ev) {
     else if (const auto* s = std::get_if<CpuSample>(&ev); s && s->stack_id >= 0)
       opt_.on_stack(s->pid, s->stack_id);
   }
+  if (opt_.on_python_stack) {
+    if (auto* c = std::get_if<ApiCall>(&ev); c && c->py_key)
+      c->py_stack_id = opt_.on_python_stack(c->pid, c->py_key);
+  }
   if (const auto* m = std::get_if<LibMapped>(&ev)) {
     const bool urgent = (m->flags & (GW_LIB_HELD | GW_LIB_NOT_HELD)) != 0;
     hints_.push(std::move(ev), urgent);  // discovery only; not stored

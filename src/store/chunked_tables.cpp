@@ -9,9 +9,10 @@ namespace {
 
 // Column order is the storage order: appending a column later keeps old chunks readable (a column
 // a chunk does not have reads as NULL). Meanings: sql/schema.sql and docs/schema.md.
-constexpr std::array<std::string_view, 18> kApiCalls = {
+constexpr std::array<std::string_view, 19> kApiCalls = {
     "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
-    "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags"};
+    "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags",
+    "py_stack"};
 constexpr std::array<std::string_view, 20> kOffCpu = {
     "ts",         "dur",        "runq",       "pid",        "tid",         "cpu",
     "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",

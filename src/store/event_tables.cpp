@@ -124,6 +124,7 @@ void fill_row(RowValues& r, const ApiCall& e, Interner&) {
   r.opt(15, has & kNRanks, f.nranks);
   r.opt(16, e.stack_id >= 0, e.stack_id);
   r.set(17, e.flags);
+  r.opt(18, e.py_stack_id >= 0, e.py_stack_id);
 }
 
 // The task on the other side of a switch, NULL when the kernel gave none.

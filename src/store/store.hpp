@@ -51,6 +51,26 @@ struct StackFrameRow {
   bool call_site = false;          // the stack's first frame outside the runtimes
 };
 
+// One frame of a Python stack (python_frames); empty strings and line < 0 are NULL.
+struct PythonFrameRow {
+  int32_t py_stack_id = -1;
+  uint32_t depth = 0;
+  uint32_t pid = 0;
+  std::string file, function;
+  int32_t line = -1;
+  std::string source;
+  uint64_t code_addr = 0;
+  int32_t instr = -1;
+};
+
+// A Python process found by discovery (python_processes).
+struct PythonProcessRow {
+  uint32_t pid = 0;
+  std::string interpreter, version;
+  bool supported = false;
+  std::string detail;
+};
+
 struct LossCount {
   std::string source;  // bpf | reader | store
   std::string cause;
@@ -94,6 +114,9 @@ class TraceWriter {
                          int64_t at_ns);
   // The frames of resolved stacks, in one transaction (a stack written again is replaced).
   Status write_stack_frames(std::span<const StackFrameRow> frames);
+  // The frames of named Python stacks, in one transaction.
+  Status write_python_frames(std::span<const PythonFrameRow> frames);
+  Status add_python_process(const PythonProcessRow& p);
 
   // Replaces the stored loss and per-source counts (called periodically and at the end). The
   // store knows the events of batches that failed to commit: ("store", "write_error") is at least

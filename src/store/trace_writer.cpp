@@ -379,6 +379,46 @@ Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
   }, {});
 }
 
+Status TraceWriter::write_python_frames(std::span<const PythonFrameRow> frames) {
+  Impl& m = *impl_;
+  if (frames.empty()) return {};
+  auto s = Stmt::prepare(m.db,
+                         "INSERT OR REPLACE INTO python_frames(py_stack_id, depth, pid, file, "
+                         "function, line, source, code_addr, instr) VALUES (?,?,?,?,?,?,?,?,?)",
+                         "writing python_frames");
+  if (!s) return s.error();
+  return transaction([&]() -> Status {
+    for (const PythonFrameRow& f : frames) {
+      s->i64(1, f.py_stack_id);
+      s->i64(2, f.depth);
+      s->i64(3, f.pid);
+      s->text_or_null(4, f.file);
+      s->text_or_null(5, f.function);
+      s->opt(6, f.line >= 0, f.line);
+      s->text_or_null(7, f.source);
+      s->i64(8, static_cast<int64_t>(f.code_addr));
+      s->i64(9, f.instr);
+      if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing python_frames");
+    }
+    return {};
+  }, {});
+}
+
+Status TraceWriter::add_python_process(const PythonProcessRow& p) {
+  Impl& m = *impl_;
+  auto s = Stmt::prepare(m.db,
+                         "INSERT OR REPLACE INTO python_processes(pid, interpreter, version, "
+                         "supported, detail) VALUES (?,?,?,?,?)",
+                         "writing python_processes");
+  if (!s) return s.error();
+  s->i64(1, p.pid);
+  s->text(2, p.interpreter);
+  s->text_or_null(3, p.version);
+  s->i64(4, p.supported ? 1 : 0);
+  s->text_or_null(5, p.detail);
+  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing python_processes");
+}
+
 Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first_seen_ns) {
   Impl& m = *impl_;
   Error err;

@@ -80,6 +80,19 @@ Status install_rollup_fallbacks(sqlite3* db) {
   return {};
 }
 
+// A file written before Python frames were recorded: an empty python_frames, so v_call_sites and
+// v_python_sites answer (with no Python sites) instead of failing.
+Status install_python_frames_fallback(sqlite3* db) {
+  auto stored = has_table(db, "python_frames");
+  if (!stored) return stored.error();
+  if (*stored) return {};
+  return exec(db,
+              "CREATE TEMP VIEW python_frames AS SELECT NULL AS py_stack_id, NULL AS depth, "
+              "NULL AS pid, NULL AS file, NULL AS function, NULL AS line, NULL AS source, "
+              "NULL AS code_addr, NULL AS instr WHERE 0",
+              "presenting an empty python_frames");
+}
+
 }  // namespace
 
 std::vector<ViewInfo> shipped_views() {
@@ -95,8 +108,10 @@ std::vector<ViewInfo> shipped_views() {
 }
 
 Status install_views(sqlite3* db, bool temp) {
-  if (temp)
+  if (temp) {
     if (auto st = install_rollup_fallbacks(db); !st) return st;
+    if (auto st = install_python_frames_fallback(db); !st) return st;
+  }
   std::vector<std::string> pending;
   for (const ViewInfo& v : shipped_views()) {
     auto sql = view_sql(v.sql, v.name + ".sql", temp);

@@ -511,7 +511,7 @@ TEST_F(ChunkedVtabPushdown, LabelColumnsNameTheApiWithoutAJoin) {
          std::to_string(id % 7) + "', '" + (id % 2 ? "cudart" : "nccl") + "', 'c" +
          std::to_string(id % 3) + "')");
   exec("COMMIT");
-  EXPECT_EQ(query_strings("SELECT * FROM api_calls LIMIT 1")[0].size(), 18u)
+  EXPECT_EQ(query_strings("SELECT * FROM api_calls LIMIT 1")[0].size(), 19u)
       << "label columns are hidden from SELECT *";
   const std::string joined =
       "SELECT a.name, a.family, count(*), sum(c.dur) FROM api_calls c LEFT JOIN apis a "

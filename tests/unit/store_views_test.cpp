@@ -236,7 +236,8 @@ TEST(StoreViewsFiles, EveryViewFileIsOneDocumentedCreateView) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"v_call_offcpu", "v_call_offcpu_intervals",
                                              "v_call_sites", "v_calls",
-                                             "v_losses", "v_op_totals", "v_thread_cpu",
+                                             "v_losses", "v_op_totals", "v_python_sites",
+                                             "v_thread_cpu",
                                              "v_thread_offcpu", "v_throughput"}));
 }
 

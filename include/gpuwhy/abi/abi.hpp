@@ -18,7 +18,8 @@ static_assert(offsetof(gw_api_spec, out_reg) == 32);
 static_assert(offsetof(gw_api_spec, launch) == 34);
 static_assert(offsetof(gw_api_spec, entry_only) == 35);
 static_assert(offsetof(gw_api_spec, span_len) == 39);
-static_assert(sizeof(gw_api_call) == 120);
+static_assert(sizeof(gw_api_call) == 128);
+static_assert(offsetof(gw_api_call, py_stack) == 120);
 static_assert(offsetof(gw_api_call, duration_ns) == 24);
 static_assert(offsetof(gw_api_call, args) == 32);
 static_assert(offsetof(gw_api_call, ret) == 96);
@@ -44,12 +45,13 @@ static_assert(sizeof(gw_reclaim) == 24 + 16);
 static_assert(sizeof(gw_cpu_sample) == 24 + 16);
 static_assert(offsetof(gw_cpu_sample, syscall) == 32);
 static_assert(offsetof(gw_cpu_sample, stack_id) == 36);
-static_assert(sizeof(gw_config) == 48);
+static_assert(sizeof(gw_config) == 56);
 static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // Counter ids are stored by name in traces (losses, event_counts); user space sums them into
-// std::array<uint64_t, 8> (probes::Probes::read_counters, cli::TraceCounts).
+// std::array<uint64_t, GW_CNT__MAX> (probes::Probes::read_counters, cli::TraceCounts).
 static_assert(GW_CNT_ENTRY_UNMATCHED == 7);
-static_assert(GW_CNT__MAX == 8);
+static_assert(GW_CNT_PY_STACK_FAIL == 8);
+static_assert(GW_CNT__MAX == 9);
 static_assert(sizeof(gw_launch_item) == 32);
 static_assert(offsetof(gw_launch_item, stack_id) == 24);
 static_assert(offsetof(gw_launch_item, start) == 8);
@@ -66,3 +68,7 @@ static_assert(sizeof(gw_cpu_run) == 24 + 8 + 16);
 static_assert(offsetof(gw_cpu_run, comm) == 32);
 static_assert(sizeof(gw_wait_migrate) == 24 + 8);
 static_assert(sizeof(gw_task_rename) == 24 + 16);
+static_assert(sizeof(gw_py_layout) == 40);
+static_assert(offsetof(gw_py_layout, id_is_fsbase) == 32);
+static_assert(sizeof(gw_py_frame) == 16);
+static_assert(sizeof(gw_py_stack) == 8 + 16 * GW_PY_MAX_FRAMES);

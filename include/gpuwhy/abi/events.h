@@ -105,6 +105,9 @@ struct gw_api_call {
 	__u16 api;       /* api id (see src/probes/api_table.cpp) */
 	__u16 lib;       /* attached library id (user-space table) */
 	__s32 stack_id;  /* user stack id in the stacks map, -1 when not captured */
+	/* The Python stack of the call in gw_py_stacks (its key), 0 when none was taken: not a
+	 * Python process, a launch whose arguments were not sampled, or trace --no-python. ABI 5. */
+	__u64 py_stack;
 };
 
 /* The attach cookie of an API probe: api id in the low 16 bits, library id above, and above
@@ -284,7 +287,9 @@ enum gw_counter {
 	GW_CNT_READ_FAULT = 5,          /* argument read from user memory failed (not a loss) */
 	GW_CNT_STACK_FAIL = 6,          /* a user stack could not be captured (not a loss) */
 	GW_CNT_ENTRY_UNMATCHED = 7,     /* a call entry whose return never came (unwound past) */
-	GW_CNT__MAX = 8,
+	GW_CNT_PY_STACK_FAIL = 8,       /* a Python process's call whose Python stack could not be
+					 * read (memory read failed, thread state not found) (ABI 5) */
+	GW_CNT__MAX = 9,
 };
 
 /* Tunables, in the BPF object's read-only data; set by user space before load. */
@@ -335,6 +340,61 @@ struct gw_config {
 	__u32 launch_read_mask;
 	__u32 pad;             /* (launch batching is a probe's cookie: GW_COOKIE_BATCHED) */
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
+	__u32 python_stacks;    /* 1: Python stacks at the calls of Python processes (ABI 5) */
+	__u32 pad2;
+};
+
+/* ---- Python stacks (ABI 5) ----------------------------------------------------------------------
+ *
+ * At the GPU API calls of a Python process (every call but the launches whose arguments are not
+ * sampled) the entry probe walks the calling thread's CPython frames and copies, per frame, only
+ * the code object's address and the instruction position; user space reads the code object once
+ * per (process, address) and decodes the line. The stack is kept once in gw_py_stacks, keyed by a
+ * hash of (tgid, frames) that the call record carries (gw_api_call.py_stack).
+ *
+ * Where the thread's state is: the "current thread state" is empty while the thread is in a C call
+ * with the GIL released (what PyTorch and ctypes do), so the probe walks the interpreter's thread
+ * list for the thread state whose thread id is the caller's (once per thread; then cached).
+ */
+#define GW_PY_MAX_FRAMES 48
+#define GW_PY_READ_TSTATE 192 /* bytes of a thread state read at once: every field used is below */
+#define GW_PY_READ_FRAME 104  /* bytes of a frame read at once (3.10's f_lasti ends at 100) */
+
+/* Per process, filled by user space at discovery (src/discover/python_layout.cpp), keyed by tgid.
+ * Offsets are in bytes; GW_PY_NONE marks a field a version does not have. */
+#define GW_PY_NONE 0xffff
+struct gw_py_layout {
+	__u64 runtime;        /* address of _PyRuntime in the process */
+	__u16 version;        /* 0x030a = 3.10 ... */
+	__u16 interp_head;    /* _PyRuntime: interpreters.head */
+	__u16 threads_head;   /* PyInterpreterState: threads.head (3.10: tstate_head) */
+	__u16 tstate_next;    /* PyThreadState: next */
+	__u16 tstate_id;      /* PyThreadState: native_thread_id, or (3.10) thread_id == fs base */
+	__u16 tstate_frame;   /* PyThreadState: the top frame, or (3.11, 3.12) the cframe pointer */
+	__u16 cframe_frame;   /* _PyCFrame: current_frame (3.11, 3.12); GW_PY_NONE: no cframe */
+	__u16 frame_code;     /* frame: code object (3.13: f_executable) */
+	__u16 frame_prev;     /* frame: the caller's frame */
+	__u16 frame_instr;    /* frame: instruction pointer, or (3.10) the int f_lasti */
+	__u16 frame_owner;    /* frame: owner byte (3.12+: 3 = a C-stack shim); GW_PY_NONE */
+	__u16 code_adaptive;  /* code object: co_code_adaptive (3.11+); instr index = (ptr - code -
+			       * this) / 2; GW_PY_NONE: frame_instr is 3.10's f_lasti (an index) */
+	__u8 id_is_fsbase;    /* 1: tstate_id holds pthread_self(), the thread's fs base (3.10) */
+	__u8 frame_read;      /* bytes of a frame read at once, 8..GW_PY_READ_FRAME: the fields used
+			       * lie below (a generator's frame ends its object: read no further) */
+	__u8 pad[6];
+};
+
+struct gw_py_frame {
+	__u64 code;  /* PyCodeObject address */
+	__s32 instr; /* instruction index in code units (3.10: f_lasti); -1: not started */
+	__u32 pad;
+};
+
+struct gw_py_stack {
+	__u32 pid;       /* tgid: code addresses are the process's */
+	__u16 n;         /* frames[0, n), 0 the innermost */
+	__u16 truncated; /* 1: deeper than GW_PY_MAX_FRAMES; the outermost frames are missing */
+	struct gw_py_frame frames[GW_PY_MAX_FRAMES];
 };
 
 #endif /* GPUWHY_ABI_EVENTS_H */

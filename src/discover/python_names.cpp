@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// Naming the frames of Python stacks: a code object's file, function and line table, read from
+// the live process once per (pid, address); the line's source text from the file it ran.
+#include <cstring>
+
+#include "discover/proc_util.hpp"
+#include "discover/python.hpp"
+
+namespace gpuwhy::discover {
+namespace {
+
+constexpr size_t kCodeHead = 160;         // every field read lies in a code object's first bytes
+constexpr uint64_t kMaxString = 4096;     // file and function names
+constexpr uint64_t kMaxTable = 1 << 20;   // a line table
+constexpr size_t kMaxSource = 32u << 20;  // source files read for their lines
+
+template <class T>
+T at(const uint8_t* p, size_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof(v));
+  return v;
+}
+
+void append_utf8(std::string& out, uint32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xc0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 63));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xe0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 63));
+    out += static_cast<char>(0x80 | (c & 63));
+  } else {
+    out += static_cast<char>(0xf0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 63));
+    out += static_cast<char>(0x80 | ((c >> 6) & 63));
+    out += static_cast<char>(0x80 | (c & 63));
+  }
+}
+
+// A str object's text as UTF-8: compact strings only (what code objects hold).
+std::optional<std::string> read_unicode(uint32_t pid, uint64_t addr, const PyCodeLayout& c) {
+  uint8_t head[40];
+  if (!addr || !read_process_memory(pid, addr, head, sizeof(head))) return std::nullopt;
+  const uint64_t length = at<uint64_t>(head, 16);
+  const uint32_t state = at<uint32_t>(head, 32);
+  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || length > kMaxString || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
+  const uint64_t data = addr + (ascii ? c.unicode_ascii : c.unicode_compact);
+  std::string raw(length * kind, '\0');
+  if (length && !read_process_memory(pid, data, raw.data(), raw.size())) return std::nullopt;
+  if (kind == 1 && ascii) return raw;
+  std::string out;
+  for (uint64_t i = 0; i < length; ++i) {
+    uint32_t ch = 0;
+    std::memcpy(&ch, raw.data() + i * kind, kind);
+    append_utf8(out, ch);
+  }
+  return out;
+}
+
+// A bytes object's contents.
+std::optional<std::string> read_bytes(uint32_t pid, uint64_t addr) {
+  uint8_t head[32];
+  if (!addr || !read_process_memory(pid, addr, head, sizeof(head))) return std::nullopt;
+  const int64_t size = at<int64_t>(head, 16);
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxTable) return std::nullopt;
+  std::string out(static_cast<size_t>(size), '\0');
+  if (size && !read_process_memory(pid, addr + 32, out.data(), out.size())) return std::nullopt;
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n\f\v");
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r\n\f\v");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+void PythonNamer::add_process(const PythonProcess& p) {
+  std::lock_guard lock(mu_);
+  procs_[p.pid] = p;
+}
+
+bool PythonNamer::knows(uint32_t pid) {
+  std::lock_guard lock(mu_);
+  return procs_.count(pid) != 0;
+}
+
+std::optional<PythonProcess> PythonNamer::process(uint32_t pid) {
+  std::lock_guard lock(mu_);
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return std::nullopt;
+  return it->second;
+}
+
+PythonNamer::Code PythonNamer::read_code(const PythonProcess& p, uint64_t addr) {
+  Code code;
+  uint8_t head[kCodeHead];
+  if (!read_process_memory(p.pid, addr, head, sizeof(head))) return code;
+  // A freed object, or one reused for something else, is not a code object: no name rather
+  // than a wrong one.
+  if (at<uint64_t>(head, 8) != p.code_type) return code;
+  const PyCodeLayout& c = p.code;
+  auto file = read_unicode(p.pid, at<uint64_t>(head, c.filename), c);
+  auto function = read_unicode(p.pid, at<uint64_t>(head, c.name), c);
+  auto table = read_bytes(p.pid, at<uint64_t>(head, c.linetable));
+  if (!file || !function || !table) return code;
+  code.ok = true;
+  code.file = std::move(*file);
+  code.function = std::move(*function);
+  code.linetable = std::move(*table);
+  code.firstlineno = at<int32_t>(head, c.firstlineno);
+  if (c.location_table) code.units = at<uint64_t>(head, 16);  // 3.11+: ob_size, in code units
+  return code;
+}
+
+std::string PythonNamer::source_line(uint32_t pid, const std::string& file, int line) {
+  if (line <= 0 || file.empty() || file[0] == '<') return {};
+  auto key = std::make_pair(pid, file);
+  auto it = files_.find(key);
+  if (it == files_.end()) {
+    // The file the process ran, as it sees it: through its root (containers), or its working
+    // directory for a relative name.
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string path = file[0] == '/' ? proc + "/root" + file : proc + "/cwd/" + file;
+    std::vector<std::string> lines;
+    if (auto text = read_small_file(path); text && text->size() <= kMaxSource) {
+      size_t i = 0;
+      while (i <= text->size()) {
+        const size_t nl = text->find('\n', i);
+        lines.push_back(text->substr(i, nl == std::string::npos ? std::string::npos : nl - i));
+        if (nl == std::string::npos) break;
+        i = nl + 1;
+      }
+    }
+    it = files_.emplace(std::move(key), std::move(lines)).first;
+  }
+  if (static_cast<size_t>(line) > it->second.size()) return {};
+  return trim(it->second[static_cast<size_t>(line) - 1]);
+}
+
+PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
+  PyFrameName out;
+  auto p = process(pid);
+  if (!p || !p->supported) return out;
+  auto key = std::make_pair(pid, code_addr);
+  auto it = codes_.find(key);
+  if (it == codes_.end()) it = codes_.emplace(key, read_code(*p, code_addr)).first;
+  const Code& c = it->second;
+  if (!c.ok) return out;
+  out.resolved = true;
+  out.file = c.file;
+  out.function = c.function;
+  // An index past the code object's end is not this object's: the address was reused.
+  if (instr >= 0 && (c.units == 0 || static_cast<uint64_t>(instr) < c.units)) {
+    out.line = p->code.location_table
+                   ? line_from_locations(c.linetable, c.firstlineno, instr)
+                   : line_from_linetable_310(c.linetable, c.firstlineno, instr * 2);
+  }
+  out.source = source_line(pid, out.file, out.line);
+  return out;
+}
+
+}  // namespace gpuwhy::discover

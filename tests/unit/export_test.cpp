@@ -46,14 +46,14 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-struct Run {
+struct ShellRun {
   int rc = 0;
   std::string out;
 };
 
 // Runs a shell command; stdout captured (stderr too with `2>&1` in the command).
-Run sh(const std::string& cmd) {
-  Run r;
+ShellRun sh(const std::string& cmd) {
+  ShellRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   char buf[65536];
@@ -98,23 +98,43 @@ const std::vector<std::string> kFixtures = {"lock_wait",      "hidden_sync",    
 std::string do_export(const std::string& fixture, const std::string& format, const std::string& out,
                       const std::string& extra = "") {
   const std::string path = (Traces::dir(fixture) / out).string();
-  const Run r = sh(kGpuwhy + " export --force --db " + quote(Traces::db(fixture)) + " --format " +
-                   format + " -o " + quote(path) + " " + extra + " 2>&1");
+  const ShellRun r = sh(kGpuwhy + " export --force --db " + quote(Traces::db(fixture)) +
+                        " --format " + format + " -o " + quote(path) + " " + extra + " 2>&1");
   EXPECT_EQ(r.rc, 0) << r.out;
   return path;
 }
 
-Run gpuwhy_query(const std::string& db, const std::string& sql) {
-  return sh(kGpuwhy + " query --format csv --db " + quote(db) + " " + quote(sql) + " 2>&1");
+ShellRun gpuwhy_query(const std::string& db, const std::string& sql) {
+  // stderr aside: an incomplete trace (incomplete_io) gets a warning line there.
+  return sh(kGpuwhy + " query --format csv --db " + quote(db) + " " + quote(sql) + " 2>/dev/null");
 }
 
-// sqlite3's CSV next to gpuwhy's: CRLF line ends, the same header and values.
-Run sqlite3_query(const std::string& db, const std::string& sql) {
-  Run r = sh("sqlite3 -readonly -csv -header " + quote(db) + " " + quote(sql) + " 2>&1");
-  std::string crlf;
-  for (char c : r.out) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
-  r.out = crlf;
-  return r;
+// REAL values as gpuwhy query prints them, to 15 significant digits (sqlite3 -json gives 17).
+json fifteen_digits(json j) {
+  if (j.is_number_float()) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.15g", j.get<double>());
+    return std::strtod(b, nullptr);
+  }
+  if (j.is_structured())
+    for (auto& v : j) v = fifteen_digits(v);
+  return j;
+}
+
+// A result as JSON rows from gpuwhy query and from the sqlite3 shell: their CSV writers quote and
+// print empty results differently; the values are what is compared. A failure is a string.
+json gpuwhy_rows(const std::string& db, const std::string& sql) {
+  const ShellRun r =
+      sh(kGpuwhy + " query --format json --db " + quote(db) + " " + quote(sql) + " 2>/dev/null");
+  if (r.rc != 0) return "gpuwhy query failed (exit " + std::to_string(r.rc) + ")";
+  return fifteen_digits(json::parse(r.out, nullptr, false));
+}
+
+json sqlite3_rows(const std::string& db, const std::string& sql) {
+  const ShellRun r = sh("sqlite3 -readonly -json " + quote(db) + " " + quote(sql) + " 2>&1");
+  if (r.rc != 0) return "sqlite3 failed: " + r.out;
+  if (r.out.find_first_not_of(" \n") == std::string::npos) return json::array();
+  return fifteen_digits(json::parse(r.out, nullptr, false));
 }
 
 // The statements of docs/schema.md's "Example questions" (```sql blocks, split at ';').
@@ -140,30 +160,26 @@ std::vector<std::string> documented_questions() {
 
 TEST(ExportPlainSqlite, StockSqlite3AnswersTheDocumentedQuestionsAsGpuwhyQueryDoes) {
   if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
-  const auto questions = documented_questions();
+  std::vector<std::string> questions = documented_questions();
   ASSERT_GE(questions.size(), 9u) << "docs/schema.md's example questions not found";
+  // Every shipped view, whole, and the slowest calls of an API, by the same reader.
+  for (const char* q :
+       {"SELECT * FROM v_calls ORDER BY call_id", "SELECT * FROM v_call_offcpu ORDER BY call_id",
+        "SELECT * FROM v_call_offcpu_intervals ORDER BY call_id, offcpu_id",
+        "SELECT * FROM v_op_totals ORDER BY pid, tid, api", "SELECT * FROM v_thread_offcpu",
+        "SELECT * FROM v_throughput", "SELECT * FROM v_losses",
+        "SELECT * FROM v_thread_cpu ORDER BY pid, tid, what",
+        "SELECT call_id, name, dur FROM v_calls WHERE name = 'cudaMemcpyAsync' ORDER BY dur DESC, "
+        "call_id LIMIT 5",
+        "SELECT count(*), sum(dur), sum(runq) FROM offcpu", "SELECT * FROM threads",
+        "SELECT * FROM processes", "SELECT * FROM session"})
+    questions.push_back(q);
   for (const std::string& fixture : kFixtures) {
     const std::string plain = do_export(fixture, "sqlite", "plain.db");
     for (const std::string& q : questions) {
-      const Run want = gpuwhy_query(Traces::db(fixture), q);
-      const Run got = sqlite3_query(plain, q);
-      ASSERT_EQ(want.rc, 0) << fixture << ": " << q << "\n" << want.out;
-      EXPECT_EQ(got.rc, 0) << fixture << ": " << q << "\n" << got.out;
-      EXPECT_EQ(got.out, want.out) << fixture << ": " << q;
-    }
-    // Every shipped view, whole, and the slowest calls of an API, by the same reader.
-    for (const char* q :
-         {"SELECT * FROM v_calls ORDER BY call_id", "SELECT * FROM v_call_offcpu ORDER BY call_id",
-          "SELECT * FROM v_call_offcpu_intervals ORDER BY call_id, offcpu_id",
-          "SELECT * FROM v_op_totals ORDER BY pid, tid, api", "SELECT * FROM v_thread_offcpu",
-          "SELECT * FROM v_throughput", "SELECT * FROM v_losses",
-          "SELECT call_id, name, dur FROM v_calls WHERE name = 'cudaMemcpy' ORDER BY dur DESC, "
-          "call_id LIMIT 5",
-          "SELECT count(*), sum(dur), sum(runq) FROM offcpu", "SELECT * FROM threads",
-          "SELECT * FROM processes", "SELECT * FROM session"}) {
-      const Run want = gpuwhy_query(Traces::db(fixture), q);
-      const Run got = sqlite3_query(plain, q);
-      EXPECT_EQ(got.out, want.out) << fixture << ": " << q;
+      const json want = gpuwhy_rows(Traces::db(fixture), q);
+      ASSERT_TRUE(want.is_array()) << fixture << ": " << q << "\n" << want;
+      EXPECT_EQ(sqlite3_rows(plain, q), want) << fixture << ": " << q;
     }
   }
 }
@@ -172,60 +188,66 @@ TEST(ExportPlainSqlite, WindowAndPidFilterTheRows) {
   if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
   const std::string db = Traces::db("lock_wait");
   const std::string plain = do_export("lock_wait", "sqlite", "window.db", "--from 1 --to 2");
-  const Run want = gpuwhy_query(
+  const json want = gpuwhy_rows(
       db,
-      "SELECT count(*) FROM api_calls WHERE ts >= (SELECT start_ns FROM session) + 1000000000 "
-      "AND ts < (SELECT start_ns FROM session) + 2000000000");
-  EXPECT_EQ(sqlite3_query(plain, "SELECT count(*) FROM api_calls").out, want.out);
-  const Run pids = gpuwhy_query(db, "SELECT DISTINCT pid FROM api_calls ORDER BY pid LIMIT 1");
-  const std::string pid =
-      pids.out.substr(pids.out.find('\n') + 1, pids.out.find('\r', 5) - pids.out.find('\n') - 1);
-  const std::string one = do_export("lock_wait", "sqlite", "pid.db", "--pid " + pid);
-  EXPECT_EQ(sqlite3_query(one,
-                          "SELECT DISTINCT pid FROM api_calls UNION SELECT DISTINCT pid FROM "
-                          "offcpu UNION SELECT pid FROM threads")
-                .out,
-            "pid\r\n" + pid + "\r\n");
+      "SELECT count(*) AS n FROM api_calls WHERE ts >= (SELECT start_ns FROM session) + "
+      "1000000000 AND ts < (SELECT start_ns FROM session) + 2000000000");
+  ASSERT_GT(want[0]["n"].get<int>(), 0);
+  EXPECT_EQ(sqlite3_rows(plain, "SELECT count(*) AS n FROM api_calls"), want);
+  const json pid = gpuwhy_rows(db, "SELECT min(pid) AS pid FROM api_calls");
+  const std::string one =
+      do_export("lock_wait", "sqlite", "pid.db", "--pid " + pid[0]["pid"].dump());
+  EXPECT_EQ(sqlite3_rows(one,
+                         "SELECT DISTINCT pid FROM api_calls UNION SELECT DISTINCT pid FROM "
+                         "offcpu UNION SELECT pid FROM threads"),
+            pid);
 }
 
 TEST(ExportNsight, NsightRecipesRunOnTheSubset) {
   if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
   for (const std::string& fixture : kFixtures) {
+    const std::string db = Traces::db(fixture);
     const std::string nsys = do_export(fixture, "nsight", "nsys.sqlite");
     // The per-API summary of Nsight's cuda_api_sum, as recipes write it.
-    const Run got = sqlite3_query(
-        nsys,
-        "SELECT s.value AS name, count(*) AS calls, sum(r.end - r.start) AS total_ns, "
-        "max(r.end - r.start) AS max_ns FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s "
-        "ON s.id = r.nameId GROUP BY s.value ORDER BY total_ns DESC, name");
-    const Run want = gpuwhy_query(
-        Traces::db(fixture),
+    const json want = gpuwhy_rows(
+        db,
         "SELECT name, count(*) AS calls, sum(coalesce(dur, 0)) AS total_ns, max(coalesce(dur, 0)) "
         "AS max_ns FROM api_calls GROUP BY name ORDER BY total_ns DESC, name");
-    EXPECT_EQ(got.out, want.out) << fixture;
-    // Serialized thread ids, decoded as Nsight's documentation does.
-    EXPECT_EQ(
-        sqlite3_query(nsys,
-                      "SELECT globalTid / 0x1000000 % 0x1000000 AS pid, globalTid % 0x1000000 "
-                      "AS tid, s.value AS comm FROM ThreadNames JOIN StringIds AS s ON "
-                      "s.id = nameId ORDER BY pid, tid")
-            .out,
-        gpuwhy_query(Traces::db(fixture),
-                     "SELECT pid, tid, comm FROM threads WHERE comm NOT NULL GROUP BY pid, "
-                     "tid ORDER BY pid, tid")
-            .out)
+    ASSERT_FALSE(want.empty()) << fixture;
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT s.value AS name, count(*) AS calls, sum(r.end - r.start) AS "
+                           "total_ns, max(r.end - r.start) AS max_ns FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s ON s.id = "
+                           "r.nameId GROUP BY s.value ORDER BY total_ns DESC, name"),
+              want)
         << fixture;
-    EXPECT_EQ(sqlite3_query(nsys, "SELECT count(*) / 2 AS n FROM SCHED_EVENTS").out,
-              gpuwhy_query(Traces::db(fixture), "SELECT count(*) AS n FROM offcpu").out);
-    EXPECT_EQ(
-        sqlite3_query(nsys, "SELECT count(*) AS n FROM PROCESSES WHERE globalPid = pid << 24").out,
-        gpuwhy_query(Traces::db(fixture), "SELECT count(DISTINCT pid) AS n FROM processes").out);
+    // Serialized thread ids, decoded as Nsight's documentation does.
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT globalTid / 0x1000000 % 0x1000000 AS pid, globalTid % 0x1000000 "
+                           "AS tid, s.value AS comm FROM ThreadNames JOIN StringIds AS s ON "
+                           "s.id = nameId ORDER BY pid, tid"),
+              gpuwhy_rows(db,
+                          "SELECT pid, tid, comm FROM threads WHERE comm NOT NULL GROUP BY pid, "
+                          "tid ORDER BY pid, tid"))
+        << fixture;
+    EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) / 2 AS n FROM SCHED_EVENTS"),
+              gpuwhy_rows(db, "SELECT count(*) AS n FROM offcpu"));
+    EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) AS n FROM PROCESSES WHERE globalPid = pid << 24"),
+              gpuwhy_rows(db, "SELECT count(DISTINCT pid) AS n FROM processes"));
+    // Which thread spent the most time in CUDA calls (an nsys "top threads" recipe).
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT globalTid % 0x1000000 AS tid, sum(end - start) AS ns FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid ORDER BY ns DESC, tid"),
+              gpuwhy_rows(db,
+                          "SELECT tid, sum(coalesce(dur, 0)) AS ns FROM api_calls GROUP BY "
+                          "pid, tid ORDER BY ns DESC, tid"))
+        << fixture;
   }
 }
 
 std::map<std::string, std::string> trace_counts(const std::string& db) {
   std::map<std::string, std::string> counts;
-  const Run tables = gpuwhy_query(
+  const ShellRun tables = gpuwhy_query(
       db,
       "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '%_chunks' "
       "AND name NOT LIKE 'sqlite_%' AND name NOT IN ('reclaim', 'api_calls_per_second', "
@@ -236,7 +258,7 @@ std::map<std::string, std::string> trace_counts(const std::string& db) {
   std::getline(in, name);  // header
   while (std::getline(in, name)) {
     if (!name.empty() && name.back() == '\r') name.pop_back();
-    const Run n = gpuwhy_query(db, "SELECT count(*) FROM " + name);
+    const ShellRun n = gpuwhy_query(db, "SELECT count(*) FROM " + name);
     counts[name] = n.out.substr(n.out.find('\n') + 1,
                                 n.out.find('\r', n.out.find('\n')) - n.out.find('\n') - 1);
   }
@@ -253,9 +275,9 @@ TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
     ASSERT_GT(want.size(), 10u);
     for (const std::string format : {"csv", "jsonl"}) {
       const std::string dir = do_export(fixture, format, format + "_dir");
-      const Run r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
-                       quote((kSource / "tests/export/duckdb_counts.mjs").string()) + " " +
-                       quote(dir) + " " + format + " 2>&1");
+      const ShellRun r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
+                            quote((kSource / "tests/export/duckdb_counts.mjs").string()) + " " +
+                            quote(dir) + " " + format + " 2>&1");
       ASSERT_EQ(r.rc, 0) << r.out;
       std::map<std::string, std::string> got;
       std::istringstream in(r.out);
@@ -266,8 +288,8 @@ TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
     }
   }
   // One table to standard output, with its label columns.
-  const Run one = sh(kGpuwhy + " export --db " + quote(Traces::db("lock_wait")) +
-                     " --format csv --table api_calls -o - 2>&1");
+  const ShellRun one = sh(kGpuwhy + " export --db " + quote(Traces::db("lock_wait")) +
+                          " --format csv --table api_calls -o - 2>&1");
   ASSERT_EQ(one.rc, 0) << one.out;
   EXPECT_TRUE(one.out.starts_with("row_id,ts,dur,pid,tid,api,")) << one.out.substr(0, 200);
   EXPECT_NE(one.out.find(",name,family,category\r\n"), std::string::npos);
@@ -283,7 +305,7 @@ struct Decoded {
 
 Decoded decode_perfetto(const std::string& file) {
   Decoded d;
-  const Run r =
+  const ShellRun r =
       sh("protoc --proto_path=" + quote((kSource / "src/export").string()) +
          " --decode=perfetto.protos.Trace perfetto_trace.proto < " + quote(file) + " 2>&1");
   EXPECT_EQ(r.rc, 0) << r.out.substr(0, 2000);
@@ -325,7 +347,7 @@ Decoded decode_perfetto(const std::string& file) {
 }
 
 int count_of(const std::string& db, const std::string& sql) {
-  const Run r = gpuwhy_query(db, sql);
+  const ShellRun r = gpuwhy_query(db, sql);
   return std::atoi(r.out.substr(r.out.find('\n') + 1).c_str());
 }
 
@@ -352,7 +374,7 @@ TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
     EXPECT_EQ(d.terminating, wakeups) << fixture;
     EXPECT_GT(d.types.count("TYPE_COUNTER") ? d.types.at("TYPE_COUNTER") : 0, 0);
     // Each call is a slice named by its API.
-    const Run names = gpuwhy_query(db, "SELECT name FROM api_calls ORDER BY name");
+    const ShellRun names = gpuwhy_query(db, "SELECT name FROM api_calls ORDER BY name");
     std::multiset<std::string> want;
     std::istringstream in(names.out);
     std::string n;
@@ -363,9 +385,9 @@ TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
 }
 
 TEST(ExportPerfetto, ARefusedWindowSaysHowToNarrowIt) {
-  const Run r = sh(kGpuwhy + " export --force --db " + quote(Traces::db("lock_wait")) +
-                   " --format perfetto --max-slices 3 -o " +
-                   quote((Traces::dir("lock_wait") / "big.pftrace").string()) + " 2>&1");
+  const ShellRun r = sh(kGpuwhy + " export --force --db " + quote(Traces::db("lock_wait")) +
+                        " --format perfetto --max-slices 3 -o " +
+                        quote((Traces::dir("lock_wait") / "big.pftrace").string()) + " 2>&1");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.out.find("--since"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(Traces::dir("lock_wait") / "big.pftrace"));
@@ -393,7 +415,7 @@ TEST(Export, BadInputGetsOneLine) {
        "pid 999999 is not in this trace"},
   };
   for (const Case& c : cases) {
-    const Run r = sh(kGpuwhy + " export " + c.args + " 2>&1");
+    const ShellRun r = sh(kGpuwhy + " export " + c.args + " 2>&1");
     EXPECT_NE(r.rc, 0) << c.args;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -405,7 +427,7 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
   for (const std::string& fixture : {std::string("lock_wait"), std::string("hidden_sync")}) {
     const std::string db = Traces::db(fixture);
     const std::string page = (Traces::dir(fixture) / "report.html").string();
-    const Run made =
+    const ShellRun made =
         sh(kGpuwhy + " explain --db " + quote(db) + " --html " + quote(page) + " 2>&1");
     ASSERT_EQ(made.rc, 0) << made.out;
     const std::string html = read_file(page);
@@ -415,7 +437,7 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
     EXPECT_EQ(html.find(" src="), std::string::npos);
     EXPECT_EQ(html.find("<link"), std::string::npos);
     // The embedded report is explain --json's, and the page shows its numbers.
-    const Run j = sh(kGpuwhy + " explain --json --db " + quote(db));
+    const ShellRun j = sh(kGpuwhy + " explain --json --db " + quote(db));
     ASSERT_EQ(j.rc, 0);
     const std::string tag = "<script type=\"application/json\" id=\"gpuwhy-explain\">";
     const size_t at = html.find(tag);
@@ -447,7 +469,7 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
     // Any request would go to a proxy on a closed port and fail; the page renders regardless.
     const std::string png = (Traces::dir(fixture) / "report.png").string();
     fs::remove(png);
-    const Run shot =
+    const ShellRun shot =
         sh("timeout 120 chromium --headless --no-sandbox --disable-gpu "
            "--proxy-server=127.0.0.1:9 --hide-scrollbars --window-size=1280,1600 "
            "--screenshot=" +

@@ -18,8 +18,8 @@ namespace gpuwhy::exporter {
 
 struct PerfettoOptions {
   // Slices (calls + off-CPU intervals) beyond which the export is refused: the UI runs in a
-  // browser tab and slows past a few hundred MB of trace (about 90 bytes a slice here).
-  uint64_t max_slices = 2'000'000;
+  // browser tab and slows past a few hundred MB of trace (about 200 bytes a slice here).
+  uint64_t max_slices = 1'000'000;
 };
 
 Result<ExportStats> export_perfetto(const store::TraceFile& file, const Scope& scope,

@@ -17,8 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-bool have(const std::string& program) {
-  return run({"/bin/sh", "-c", "command -v " + program}).exit_code == 0;
+// The program's path ("" when not installed): run() does not search PATH.
+std::string which(const std::string& program) {
+  RunResult r = run({"/bin/sh", "-c", "command -v " + program});
+  while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+  return r.exit_code == 0 ? r.out : "";
 }
 
 std::string count(const std::string& db, const std::string& sql) {
@@ -27,8 +30,18 @@ std::string count(const std::string& db, const std::string& sql) {
   return r.out.substr(r.out.find('\n') + 1);
 }
 
+json rows(const std::vector<std::string>& argv) {
+  RunResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.out.find_first_not_of(" \n") == std::string::npos) return json::array();
+  return json::parse(r.out, nullptr, false);
+}
+
 TEST(ExportOfARealTrace, EveryConsumerReadsWhatTheAgentRecorded) {
   if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::string sqlite3 = which("sqlite3");
+  if (sqlite3.empty() || which("protoc").empty())
+    GTEST_SKIP() << "sqlite3 or protoc is not installed (scripts/install-export-tools)";
   TempDir dir;
   const std::string db = dir.file("t.db");
   {
@@ -47,17 +60,15 @@ TEST(ExportOfARealTrace, EveryConsumerReadsWhatTheAgentRecorded) {
   // Plain SQLite, read by stock sqlite3: the same calls, the same per-operation totals.
   const std::string plain = dir.file("plain.db");
   exp("sqlite", plain);
-  if (have("sqlite3")) {
-    for (const char* q : {"SELECT count(*), sum(dur) FROM v_calls",
-                          "SELECT name, sum(calls), sum(dur_ns) FROM v_op_totals GROUP BY name "
-                          "ORDER BY name",
+  {
+    for (const char* q : {"SELECT count(*) AS n, sum(dur) AS ns FROM v_calls",
+                          "SELECT name, sum(calls) AS calls, sum(dur_ns) AS ns FROM v_op_totals "
+                          "GROUP BY name ORDER BY name",
                           "SELECT name, symbol, calls FROM v_call_sites ORDER BY name, symbol",
-                          "SELECT count(*), sum(offcpu_ns) FROM v_call_offcpu"}) {
-      RunResult got = run({"sqlite3", "-readonly", "-csv", plain, q});
-      std::string want = count(db, q);
-      std::string crlf;
-      for (char c : got.out) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
-      EXPECT_EQ(crlf, want) << q << "\n" << got.err;
+                          "SELECT count(*) AS n, sum(offcpu_ns) AS ns FROM v_call_offcpu"}) {
+      const json want = rows({gpuwhy_binary(), "query", "--format", "json", "--db", db, q});
+      ASSERT_FALSE(want.empty()) << q;
+      EXPECT_EQ(rows({sqlite3, "-readonly", "-json", plain, q}), want) << q;
     }
   }
 
@@ -65,7 +76,7 @@ TEST(ExportOfARealTrace, EveryConsumerReadsWhatTheAgentRecorded) {
   // off-CPU interval too, and the launches carry their call site.
   const std::string pf = dir.file("t.pftrace");
   exp("perfetto", pf);
-  if (have("protoc")) {
+  {
     RunResult d =
         run({"/bin/sh", "-c",
              "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +

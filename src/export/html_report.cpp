@@ -177,11 +177,17 @@ void thread_split(std::string& h, const json& stats) {
            ", tid " + std::to_string(i64(t, "tid")) + ")</td><td>" +
            fmt_count(static_cast<uint64_t>(i64(t, "calls"))) + "</td><td>" + fmt_duration(span) +
            "</td><td class=\"l\">";
-      auto bar = [&](const std::vector<std::pair<std::string, int64_t>>& parts, size_t color0) {
+      // A part's share: the report's own when it gives one (a budget bucket's "share"), else of
+      // the span.
+      auto bar = [&](const std::vector<std::pair<std::string, int64_t>>& parts, size_t color0,
+                     const std::vector<double>& shares = {}) {
         std::string legend;
         h += "<div class=\"bar\">";
         for (size_t i = 0; i < parts.size(); ++i) {
-          const double share = std::clamp(parts[i].second / static_cast<double>(span), 0.0, 1.0);
+          const double share =
+              i < shares.size() && shares[i] >= 0
+                  ? shares[i]
+                  : std::clamp(parts[i].second / static_cast<double>(span), 0.0, 1.0);
           const std::string cls = "c" + std::to_string((color0 + i) % 8);
           h += "<span class=\"" + cls + "\" style=\"width:" + fmt(share * 100) + "%\" title=\"" +
                esc(parts[i].first) + " " + fmt_duration(parts[i].second) + "\"></span>";
@@ -192,8 +198,12 @@ void thread_split(std::string& h, const json& stats) {
       };
       if (t.contains("budget") && t["budget"].is_array()) {
         std::vector<std::pair<std::string, int64_t>> parts;
-        for (const json& b : t["budget"]) parts.emplace_back(str(b, "name"), i64(b, "ns"));
-        bar(parts, 0);
+        std::vector<double> shares;
+        for (const json& b : t["budget"]) {
+          parts.emplace_back(str(b, "name"), i64(b, "ns"));
+          shares.push_back(b.contains("share") && b["share"].is_number() ? num(b, "share") : -1);
+        }
+        bar(parts, 0, shares);
       } else {
         const char* names[] = {"GPU API", "preempted", "blocked", "wake-up delay"};
         const char* keys[] = {"api_ns", "preempted_ns", "blocked_ns", "wakeup_ns"};

@@ -23,6 +23,7 @@
 
 #include "analysis/units.hpp"
 #include "analysis_test_util.hpp"
+#include "export/html_report.hpp"
 
 namespace gpuwhy {
 namespace {
@@ -478,6 +479,40 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
     ASSERT_TRUE(fs::exists(png)) << shot.out;
     EXPECT_GT(fs::file_size(png), 20000u);
   }
+}
+
+// A thread's "budget" (buckets that split its span), when the report has one, is drawn as one
+// stacked bar with each bucket's name, time and share; without it, the overlapping parts.
+TEST(ExplainHtml, DrawsAThreadsBudgetWhenTheReportHasOne) {
+  nlohmann::ordered_json thread = {{"pid", 7},
+                                   {"tid", 8},
+                                   {"comm", "trainer"},
+                                   {"calls", 10},
+                                   {"first_rel_ns", 0},
+                                   {"last_rel_ns", 1000000000},
+                                   {"api_ns", 250000000},
+                                   {"preempted_ns", 0},
+                                   {"blocked_ns", 0},
+                                   {"wakeup_ns", 0}};
+  nlohmann::ordered_json report = {
+      {"verdict", "v"},
+      {"clean", true},
+      {"trace", {{"start_ns", 0}, {"window", {{"start_rel_ns", 0}, {"end_rel_ns", 1}}}}},
+      {"caveats", nlohmann::ordered_json::array()},
+      {"chains", nlohmann::ordered_json::array()},
+      {"stats",
+       {{"ops", nlohmann::ordered_json::array()},
+        {"processes", {{{"pid", 7}, {"threads", {thread}}}}}}}};
+  const std::string without = render::explain_html(report, nlohmann::ordered_json::object());
+  EXPECT_NE(without.find("GPU API 250 ms (25.0%)"), std::string::npos);
+  report["stats"]["processes"][0]["threads"][0]["budget"] = {
+      {{"name", "gpu_wait"}, {"ns", 600000000}, {"share", 0.6}},
+      {{"name", "host_compute"}, {"ns", 400000000}, {"share", 0.35}}};
+  const std::string with = render::explain_html(report, nlohmann::ordered_json::object());
+  EXPECT_NE(with.find("gpu_wait 600 ms (60.0%)"), std::string::npos);
+  // The share is the report's own, not recomputed.
+  EXPECT_NE(with.find("host_compute 400 ms (35.0%)"), std::string::npos);
+  EXPECT_EQ(with.find("GPU API 250 ms"), std::string::npos);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib/common.sh"
 need_root
 start=$(date +%s)
-for b in probe_cost probe_ladder placement wakeup ingest ingest_synth analysis startup; do
+for b in probe_cost probe_ladder placement wakeup ingest ingest_synth analysis export startup; do
   log "=== $b"
   "$BENCH_DIR/$b.sh"
 done
@@ -16,7 +16,7 @@ done
   echo "# gpuwhy benchmarks: $(machine_line)"
   echo
   echo "gpuwhy $("$GPUWHY" --version 2>/dev/null | head -1), commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$REPO" diff --quiet 2>/dev/null || echo ' (with local changes)')."
-  for b in probe_cost probe_ladder placement wakeup ingest ingest_synth analysis startup; do
+  for b in probe_cost probe_ladder placement wakeup ingest ingest_synth analysis export startup; do
     echo
     cat "$GW_BENCH_OUT/$b.md"
   done

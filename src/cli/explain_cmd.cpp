@@ -10,6 +10,7 @@
 #include "analysis/analysis.hpp"
 #include "cli/commands.hpp"
 #include "export/explain_render.hpp"
+#include "export/html_report.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::cli {
@@ -21,7 +22,27 @@ struct ExplainFlags {
   std::vector<uint32_t> pids;
   bool json = false;
   bool per_process = false;
+  std::string html;  // write the report as one HTML page to this file
 };
+
+// The page is drawn from the JSON --json prints, plus the chains' timelines read from the file.
+int write_html(const store::TraceFile& file, const analysis::Report& report,
+               const std::string& path) {
+  const nlohmann::ordered_json j = render::explain_json(report);
+  auto timelines = render::chain_timelines(file, j);
+  if (!timelines) return fail(timelines.error().line(), timelines.error().exit_code);
+  const std::string page = render::explain_html(j, timelines.value());
+  const std::string tmp = path + ".tmp";
+  FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (!out) return fail(errno_error("cannot create " + path, errno, "check the directory").line());
+  const bool ok = std::fwrite(page.data(), 1, page.size(), out) == page.size();
+  if (std::fclose(out) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return fail(errno_error("cannot write " + path, errno).line());
+  }
+  std::fprintf(stderr, "gpuwhy: wrote %s\n", path.c_str());
+  return 0;
+}
 
 int run_explain(const ExplainFlags& f) {
   auto window = analysis::parse_window_request(f.since, f.from, f.to);
@@ -34,6 +55,7 @@ int run_explain(const ExplainFlags& f) {
   timer.lap("load");
   const analysis::Report report = analysis::analyze(std::move(rows.value()));
   timer.lap("analyze");
+  if (!f.html.empty()) return write_html(*file.value(), report, f.html);
   const std::string out = f.json ? render::explain_json(report).dump(2) + "\n"
                                  : render::explain_text(report, {.per_process = f.per_process});
   timer.lap("render");
@@ -61,6 +83,9 @@ void add_explain_command(CLI::App& root, Runner& run) {
   since->excludes(from)->excludes(to);
   cmd->add_option("--pid", flags->pids, "Only these processes (repeatable)");
   cmd->add_flag("--json", flags->json, "Print the full report as JSON");
+  cmd->add_option("--html", flags->html,
+                  "Write the report as one self-contained HTML page (verdict, chains with "
+                  "timelines, per-thread split, percentiles) to this file");
   cmd->add_flag("--per-process", flags->per_process,
                 "Add the per-process / per-thread breakdown with percentiles");
   cmd->callback([&run, flags] { run = [flags] { return run_explain(*flags); }; });

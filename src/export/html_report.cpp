@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+// The HTML page of an explain report (html_report.hpp). Plain functions appending to one string:
+// a header with the verdict, the caveats, one card per chain (evidence, fix, timeline), the time
+// split of every thread, the per-operation percentiles, and the JSON it was drawn from.
+#include "export/html_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "analysis/units.hpp"
+
+namespace gpuwhy::render {
+namespace {
+
+using json = nlohmann::ordered_json;
+using analysis::fmt_bytes;
+using analysis::fmt_count;
+using analysis::fmt_duration;
+using analysis::fmt_percent;
+using analysis::fmt_rel;
+
+std::string esc(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
+    }
+  }
+  return o;
+}
+
+std::string str(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+}
+int64_t i64(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_number() ? j[k].get<int64_t>() : 0;
+}
+double num(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0;
+}
+std::string dur(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_number() ? fmt_duration(j[k].get<int64_t>()) : "–";
+}
+std::string task(const json& t) {
+  if (!t.is_object()) return "";
+  std::string s = str(t, "comm");
+  if (t.contains("tid")) return s + " (tid " + std::to_string(i64(t, "tid")) + ")";
+  return s + " (pid " + std::to_string(i64(t, "pid")) + ")";
+}
+std::string fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+constexpr const char* kStyle = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f4f5f7}
+main{max-width:1180px;margin:0 auto;padding:16px 20px 40px}
+h1{font-size:20px;margin:8px 0 2px}h2{font-size:16px;margin:26px 0 8px}
+.meta{color:#5b6472;font-size:12.5px}
+.verdict{font-size:17px;font-weight:600;background:#fff;border-left:5px solid #c0392b;padding:10px 14px;margin:12px 0;border-radius:4px}
+.verdict.clean{border-color:#27ae60}
+.caveat{background:#fff8e1;border:1px solid #f3d37a;padding:6px 10px;margin:4px 0;border-radius:4px;font-size:13px}
+.card{background:#fff;border-radius:6px;box-shadow:0 1px 2px rgba(0,0,0,.12);padding:12px 16px;margin:12px 0}
+.card h3{margin:0 0 4px;font-size:15.5px}
+.sev{display:inline-block;font-size:11px;font-weight:700;padding:1px 7px;border-radius:10px;color:#fff;margin-right:6px;vertical-align:2px}
+.HIGH{background:#c0392b}.MEDIUM{background:#e67e22}.LOW{background:#7f8c8d}
+.nums{color:#394150;font-size:13px;margin:4px 0}
+.nums b{font-variant-numeric:tabular-nums}
+ul.ev{margin:6px 0 6px 18px;padding:0;font-size:13px}ul.ev li{margin:2px 0}
+.at{color:#5b6472;font-variant-numeric:tabular-nums;margin-right:6px}
+.fix{background:#eef6ee;border-radius:4px;padding:6px 10px;font-size:13px;margin-top:6px}
+table{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
+th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:right;white-space:nowrap}
+th{background:#eceff3;position:sticky;top:0}td.l,th.l{text-align:left}
+.bar{display:flex;height:10px;margin-top:3px;border-radius:3px;overflow:hidden;background:#e4e7eb;min-width:260px}
+.bar span{display:block;height:100%}
+.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;vertical-align:-1px;border-radius:2px}
+.c0{background:#3b7dd8}.c1{background:#d64541}.c2{background:#8e9aaf}.c3{background:#f0a202}.c4{background:#6c5ce7}.c5{background:#27ae60}.c6{background:#16a085}.c7{background:#b33771}
+svg.tl{width:100%;height:auto;background:#fafbfc;border:1px solid #e4e7eb;border-radius:4px;margin-top:6px}
+svg text{font:11px system-ui,sans-serif;fill:#394150}
+details{margin-top:20px}pre{white-space:pre-wrap;font-size:11px;background:#fff;padding:8px}
+)css";
+
+// A chain's worst stretch of its thread: calls on the top lane, off-CPU intervals below
+// (red: preempted, grey: blocked), each with its name in a tooltip.
+std::string timeline_svg(const json& t) {
+  const int64_t t0 = i64(t, "start_rel_ns"), t1 = std::max(t0 + 1, i64(t, "end_rel_ns"));
+  const double w = 1100, left = 90, right = 10, span = static_cast<double>(t1 - t0);
+  auto x = [&](int64_t rel) {
+    return left + (w - left - right) * std::clamp((rel - t0) / span, 0.0, 1.0);
+  };
+  std::string s = "<svg class=\"tl\" viewBox=\"0 0 1100 96\" role=\"img\">";
+  s += "<text x=\"4\" y=\"30\">GPU calls</text><text x=\"4\" y=\"62\">off-CPU</text>";
+  for (const json& c : t["calls"]) {
+    const int64_t a = c[0].get<int64_t>(), d = c[1].get<int64_t>();
+    const double x0 = x(a), x1 = std::max(x(a + d), x0 + 0.6);
+    s += "<rect x=\"" + fmt(x0) + "\" y=\"18\" width=\"" + fmt(x1 - x0) +
+         "\" height=\"18\" fill=\"#3b7dd8\"><title>" + esc(c[2].get<std::string>()) + " " +
+         fmt_rel(a) + ", " + fmt_duration(d) + "</title></rect>";
+  }
+  for (const json& o : t["offcpu"]) {
+    const int64_t a = o[0].get<int64_t>(), d = o[1].get<int64_t>();
+    const double x0 = x(a), x1 = std::max(x(a + d), x0 + 0.6);
+    s += "<rect x=\"" + fmt(x0) + "\" y=\"50\" width=\"" + fmt(x1 - x0) +
+         "\" height=\"18\" fill=\"" + (o[2].get<bool>() ? "#d64541" : "#8e9aaf") + "\"><title>" +
+         esc(o[3].get<std::string>()) + " " + fmt_rel(a) + ", " + fmt_duration(d) +
+         "</title></rect>";
+  }
+  s += "<text x=\"" + fmt(left) + "\" y=\"88\">" + fmt_rel(t0) + "</text>";
+  s += "<text x=\"" + fmt(w - right) + "\" y=\"88\" text-anchor=\"end\">" + fmt_rel(t1) + "</text>";
+  s += "<text x=\"" + fmt((left + w) / 2) + "\" y=\"88\" text-anchor=\"middle\">" +
+       fmt_duration(t1 - t0) + " shown</text></svg>";
+  return s;
+}
+
+void chain_card(std::string& h, const json& c, const json& timelines) {
+  const std::string sev = str(c, "severity");
+  h += "<section class=\"card\" id=\"chain-" + std::to_string(i64(c, "rank")) +
+       "\"><h3><span class=\"sev " + esc(sev) + "\">" + esc(sev) + "</span>#" +
+       std::to_string(i64(c, "rank")) + " " + esc(str(c, "title")) + "</h3><div>" +
+       esc(str(c, "summary")) + "</div>";
+  h += "<div class=\"nums\">lost <b>" + dur(c, "lost_ns") + "</b> of <b>" + dur(c, "span_ns") +
+       "</b> (<b>" + fmt_percent(num(c, "share")) + "</b>) · process <b>" +
+       esc(task(c["process"])) + "</b>";
+  if (c["thread"].is_object()) h += " · thread <b>" + esc(task(c["thread"])) + "</b>";
+  if (c["culprit"].is_object()) h += " · culprit <b>" + esc(task(c["culprit"])) + "</b>";
+  if (c.contains("first_rel_ns"))
+    h += " · " + fmt_rel(i64(c, "first_rel_ns")) + " … " + fmt_rel(i64(c, "last_rel_ns"));
+  h += "</div><ul class=\"ev\">";
+  for (const json& e : c["evidence"]) {
+    h += "<li>";
+    if (e.contains("at_rel_ns"))
+      h += "<span class=\"at\">" + fmt_rel(i64(e, "at_rel_ns")) + "</span>";
+    h += esc(str(e, "text")) + "</li>";
+  }
+  h += "</ul><div class=\"fix\"><b>Fix:</b> " + esc(str(c, "fix")) + "</div>";
+  const std::string rank = std::to_string(i64(c, "rank"));
+  if (timelines.contains(rank)) {
+    const json& t = timelines[rank];
+    h += "<div class=\"meta\" style=\"margin-top:8px\">Worst stretch of tid " +
+         std::to_string(i64(t, "tid")) + ": " + fmt_count(t["calls"].size()) + " GPU calls, " +
+         fmt_count(t["offcpu"].size()) +
+         " off-CPU intervals <span class=\"legend\"><span class=\"c0\"></span>GPU call"
+         "<span class=\"c1\"></span>preempted<span class=\"c2\"></span>blocked</span></div>" +
+         timeline_svg(t);
+  }
+  h += "</section>";
+}
+
+// Where a thread's active span went. The report's "budget" buckets (when the JSON has them) split
+// the span: one stacked bar. Without them, GPU API time, preempted, blocked and wake-up delay
+// overlap (a sleep inside a sync is both): one bar each, as a share of the span.
+void thread_split(std::string& h, const json& stats) {
+  h += "<h2>Per-thread time split</h2><table><tr><th class=\"l\">thread</th><th>calls</th>"
+       "<th>active span</th><th class=\"l\">split of the span</th></tr>";
+  for (const json& p : stats["processes"]) {
+    for (const json& t : p["threads"]) {
+      const int64_t span = std::max<int64_t>(1, i64(t, "last_rel_ns") - i64(t, "first_rel_ns"));
+      h += "<tr><td class=\"l\">" + esc(str(t, "comm")) + " (pid " + std::to_string(i64(t, "pid")) +
+           ", tid " + std::to_string(i64(t, "tid")) + ")</td><td>" +
+           fmt_count(static_cast<uint64_t>(i64(t, "calls"))) + "</td><td>" + fmt_duration(span) +
+           "</td><td class=\"l\">";
+      // A part's share: the report's own when it gives one (a budget bucket's "share"), else of
+      // the span.
+      auto bar = [&](const std::vector<std::pair<std::string, int64_t>>& parts, size_t color0,
+                     const std::vector<double>& shares = {}) {
+        std::string legend;
+        h += "<div class=\"bar\">";
+        for (size_t i = 0; i < parts.size(); ++i) {
+          const double share =
+              i < shares.size() && shares[i] >= 0
+                  ? shares[i]
+                  : std::clamp(parts[i].second / static_cast<double>(span), 0.0, 1.0);
+          const std::string cls = "c" + std::to_string((color0 + i) % 8);
+          h += "<span class=\"" + cls + "\" style=\"width:" + fmt(share * 100) + "%\" title=\"" +
+               esc(parts[i].first) + " " + fmt_duration(parts[i].second) + "\"></span>";
+          legend += "<span class=\"" + cls + "\"></span>" + esc(parts[i].first) + " " +
+                    fmt_duration(parts[i].second) + " (" + fmt_percent(share) + ")";
+        }
+        h += "</div><div class=\"legend meta\">" + legend + "</div>";
+      };
+      if (t.contains("budget") && t["budget"].is_array()) {
+        std::vector<std::pair<std::string, int64_t>> parts;
+        std::vector<double> shares;
+        for (const json& b : t["budget"]) {
+          parts.emplace_back(str(b, "name"), i64(b, "ns"));
+          shares.push_back(b.contains("share") && b["share"].is_number() ? num(b, "share") : -1);
+        }
+        bar(parts, 0, shares);
+      } else {
+        const char* names[] = {"GPU API", "preempted", "blocked", "wake-up delay"};
+        const char* keys[] = {"api_ns", "preempted_ns", "blocked_ns", "wakeup_ns"};
+        for (size_t i = 0; i < 4; ++i) bar({{names[i], i64(t, keys[i])}}, i);
+      }
+      h += "</td></tr>";
+    }
+  }
+  h += "</table>";
+}
+
+void ops_table(std::string& h, const json& ops) {
+  h += "<h2>Operations (whole window)</h2><table><tr><th class=\"l\">operation</th>"
+       "<th class=\"l\">category</th><th>calls</th><th>total</th><th>p50</th><th>p90</th>"
+       "<th>p99</th><th>max</th><th>p99/p50</th><th>errors</th><th>bytes</th></tr>";
+  for (const json& o : ops) {
+    h += "<tr><td class=\"l\">" + esc(str(o, "name")) + "</td><td class=\"l\">" +
+         esc(str(o, "category")) + "</td><td>" + fmt_count(static_cast<uint64_t>(i64(o, "count"))) +
+         "</td><td>" + dur(o, "total_ns") + "</td><td>" + dur(o, "p50_ns") + "</td><td>" +
+         dur(o, "p90_ns") + "</td><td>" + dur(o, "p99_ns") + "</td><td>" + dur(o, "max_ns") +
+         "</td><td>" +
+         (o["tail_ratio"].is_number() ? analysis::fmt_ratio(num(o, "tail_ratio")) : "–") +
+         "</td><td>" +
+         (o["errors"].is_number() ? fmt_count(static_cast<uint64_t>(i64(o, "errors"))) : "–") +
+         "</td><td>" + (i64(o, "bytes") ? fmt_bytes(static_cast<uint64_t>(i64(o, "bytes"))) : "") +
+         "</td></tr>";
+  }
+  h += "</table>";
+}
+
+}  // namespace
+
+std::string explain_html(const json& report, const json& timelines) {
+  const json& tr = report["trace"];
+  std::string h =
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'\"><title>gpuwhy explain: " +
+      esc(str(tr, "host")) + "</title><style>" + kStyle + "</style></head><body><main>";
+  h += "<h1>gpuwhy explain</h1><div class=\"meta\">host <b>" + esc(str(tr, "host")) +
+       "</b> · kernel " + esc(str(tr, "kernel")) + " · gpuwhy " + esc(str(tr, "agent_version")) +
+       " · trace " + esc(str(tr, "status")) + " · window " +
+       fmt_rel(i64(tr["window"], "start_rel_ns")) + " … " +
+       fmt_rel(i64(tr["window"], "end_rel_ns")) + " (" + dur(tr["window"], "duration_ns") + ") · " +
+       fmt_count(static_cast<uint64_t>(i64(tr, "calls"))) + " GPU calls, " +
+       fmt_count(static_cast<uint64_t>(i64(tr, "processes"))) + " processes, " +
+       fmt_count(static_cast<uint64_t>(i64(tr, "threads"))) + " threads, " +
+       fmt_count(static_cast<uint64_t>(i64(tr, "lost_events"))) + " events lost</div>";
+  h += std::string("<div class=\"verdict") + (report.value("clean", false) ? " clean" : "") +
+       "\">" + esc(str(report, "verdict")) + "</div>";
+  for (const json& c : report["caveats"])
+    h += "<div class=\"caveat\">" + esc(str(c, "text")) + "</div>";
+  if (!report["chains"].empty()) h += "<h2>Causes, most time lost first</h2>";
+  for (const json& c : report["chains"]) chain_card(h, c, timelines);
+  thread_split(h, report["stats"]);
+  ops_table(h, report["stats"]["ops"]);
+  // The data itself, for programs and for checking: the exact `explain --json` object.
+  std::string data = report.dump(2, ' ', false, json::error_handler_t::replace);
+  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3))
+    data.replace(at, 2, "<\\/");
+  h += "<details><summary>The report as JSON (<code>gpuwhy explain --json</code>)</summary>"
+       "<pre>" +
+       esc(data) +
+       "</pre></details>"
+       "<script type=\"application/json\" id=\"gpuwhy-explain\">" +
+       data + "</script>";
+  h += "</main></body></html>\n";
+  return h;
+}
+
+}  // namespace gpuwhy::render

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Nsight-shaped export (sqlite_export.hpp): the tables Nsight Systems' SQLite export names
+// for CUDA API calls, OS runtime calls, scheduling and thread names, with its conventions, so a
+// recipe written for an nsys report runs on a gpuwhy trace:
+//  - times are ns since the session start (TARGET_INFO_SESSION_START_TIME.utcEpochNs is the
+//    start as wall-clock ns);
+//  - threads are serialized: globalTid = pid << 24 | tid (pid = globalTid / 0x1000000 % 0x1000000,
+//    tid = globalTid % 0x1000000), a process's globalPid the same with tid 0;
+//  - names are in StringIds (nameId): API names, syscall names, thread and process names.
+// What gpuwhy does not record is NULL: callchainId, priority, threadBlock (docs/export.md).
+#include <string>
+
+#include "export/output_db.hpp"
+#include "export/sqlite_export.hpp"
+#include "store/sqlite_util.hpp"
+#include "store/store.hpp"
+
+namespace gpuwhy::exporter {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
+  returnValue INTEGER NOT NULL, callchainId INTEGER);
+CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,
+  nestingLevel INTEGER, callchainId INTEGER);
+CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL,
+  globalTid INTEGER, threadState INTEGER, threadBlock INTEGER);
+CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
+CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
+)sql";
+
+// StringIds: one id per distinct text, in a temporary table the inserts below join.
+constexpr const char* kStrings = R"sql(
+INSERT INTO StringIds (value)
+  SELECT DISTINCT v FROM (SELECT name AS v FROM src_apis UNION SELECT name FROM src_syscall_names
+                          UNION SELECT comm FROM src_threads WHERE comm NOT NULL
+                          UNION SELECT comm FROM src_processes WHERE comm NOT NULL
+                          UNION SELECT 'syscall ' || nr FROM syscalls_in)
+)sql";
+
+// Event classes as Nsight numbers them (TRACE_PROCESS_EVENT_CUDA_RUNTIME, _OS_RUNTIME).
+constexpr int kEventClassCudaRuntime = 0;
+constexpr int kEventClassOsRuntime = 27;
+
+}  // namespace
+
+Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Scope& scope,
+                                         const std::string& out_path) {
+  auto out = OutputDb::create(out_path);
+  if (!out) return out.error();
+  sqlite3* db = out->db();
+  if (auto st = out->exec(kSchema, "creating the Nsight tables"); !st) return st.error();
+  // The rows in scope, copied plain first (small temporary tables), then shaped with SQL.
+  const std::string start = std::to_string(scope.start_ns());
+  struct Stage {
+    const char* name;
+    std::string select;
+    const char* create;
+  };
+  const Stage stages[] = {
+      {"src_apis", "SELECT id, name FROM apis",
+       "CREATE TEMP TABLE src_apis (id INTEGER PRIMARY KEY, name)"},
+      {"src_syscall_names", "SELECT nr, name FROM syscall_names",
+       "CREATE TEMP TABLE src_syscall_names (nr INTEGER PRIMARY KEY, name)"},
+      {"src_threads", "SELECT pid, tid, comm FROM threads" + scope.where(false, true),
+       "CREATE TEMP TABLE src_threads (pid, tid, comm)"},
+      {"src_processes", "SELECT pid, comm FROM processes" + scope.where(false, true),
+       "CREATE TEMP TABLE src_processes (pid, comm)"},
+      {"calls_in",
+       "SELECT rowid, ts, dur, pid, tid, api, ret FROM api_calls" + scope.where(true, true),
+       "CREATE TEMP TABLE calls_in (id, ts, dur, pid, tid, api, ret)"},
+      {"offcpu_in",
+       "SELECT ts, dur, pid, tid, cpu, state, syscall FROM offcpu" + scope.where(true, true),
+       "CREATE TEMP TABLE offcpu_in (ts, dur, pid, tid, cpu, state, syscall)"},
+      {"syscalls_in", "SELECT ts, dur, pid, tid, nr, ret FROM syscalls" + scope.where(true, true),
+       "CREATE TEMP TABLE syscalls_in (ts, dur, pid, tid, nr, ret)"},
+  };
+  for (const Stage& s : stages) {
+    if (auto st = out->exec(s.create, "staging " + std::string(s.name)); !st) return st.error();
+    auto has = store::run_query(file, s.select + " LIMIT 0");
+    if (!has) continue;  // a table the file predates (syscalls is always there; be lenient)
+    std::string cols = has->columns.empty() ? "" : "?";
+    for (size_t i = 1; i < has->columns.size(); ++i) cols += ",?";
+    auto rows = out->copy_rows(file.db(), s.select,
+                               "INSERT INTO temp." + std::string(s.name) + " VALUES (" + cols + ")",
+                               s.name);
+    if (!rows) return rows.error();
+  }
+  // Without the syscall family, the sleeps that name their syscall stand for the syscalls, as in
+  // explain (their blocking part only; see docs/export.md).
+  auto family = store::run_query(
+      file,
+      "SELECT count(*) FROM sqlite_schema WHERE name = 'probe_families' AND EXISTS "
+      "(SELECT 1 FROM probe_families WHERE family = 'syscalls' AND state = 'on')");
+  const bool syscalls_on = family && !family->rows.empty() && family->rows[0][0] != "0";
+  if (!syscalls_on)
+    if (auto st = out->exec("INSERT INTO temp.syscalls_in SELECT ts, dur, pid, tid, syscall, 0 "
+                            "FROM temp.offcpu_in WHERE syscall NOT NULL",
+                            "deriving syscalls from sleeps");
+        !st)
+      return st.error();
+  const std::string sql =
+      std::string(kStrings) + ";\n" +
+      "CREATE TEMP TABLE sid AS SELECT value, id FROM StringIds;\n"
+      "CREATE UNIQUE INDEX temp.sid_value ON sid(value);\n"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT c.ts - " +
+      start + ", c.ts + coalesce(c.dur, 0) - " + start + ", " +
+      std::to_string(kEventClassCudaRuntime) +
+      ", (c.pid << 24) | (c.tid & 16777215), c.id, "
+      "(SELECT id FROM sid WHERE value = a.name), coalesce(c.ret, 0), NULL "
+      "FROM calls_in AS c JOIN src_apis AS a ON a.id = c.api ORDER BY c.ts;\n"
+      "INSERT INTO OSRT_API SELECT s.ts - " +
+      start + ", s.ts + s.dur - " + start + ", " + std::to_string(kEventClassOsRuntime) +
+      ", (s.pid << 24) | (s.tid & 16777215), NULL, "
+      "(SELECT id FROM sid WHERE value = coalesce(n.name, 'syscall ' || s.nr)), "
+      "coalesce(s.ret, 0), 0, NULL "
+      "FROM syscalls_in AS s LEFT JOIN src_syscall_names AS n ON n.nr = s.nr ORDER BY s.ts;\n"
+      "INSERT INTO SCHED_EVENTS SELECT t, cpu, sched_in, gtid, state, NULL FROM ("
+      "  SELECT ts - " +
+      start +
+      " AS t, cpu, 0 AS sched_in, (pid << 24) | (tid & 16777215) AS gtid, "
+      "         state FROM offcpu_in"
+      "  UNION ALL SELECT ts + dur - " +
+      start +
+      ", cpu, 1, (pid << 24) | (tid & 16777215), NULL "
+      "         FROM offcpu_in) ORDER BY t, sched_in;\n"
+      "INSERT INTO main.PROCESSES SELECT pid << 24, pid, comm FROM src_processes GROUP BY pid;\n"
+      "INSERT INTO ThreadNames SELECT (SELECT id FROM sid WHERE value = comm), NULL, "
+      "(pid << 24) | (tid & 16777215) FROM src_threads WHERE comm NOT NULL GROUP BY pid, tid;\n"
+      "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" +
+      start +
+      ", NULL, NULL);\n"
+      "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PROGRAM_NAME', 'gpuwhy'), "
+      "('EXPORT_PROGRAM_VERSION', '" GPUWHY_VERSION
+      "'), ('EXPORT_FORMAT', 'nsight-subset');\n"
+      "DROP TABLE temp.sid;";
+  if (auto st = out->exec(sql, "shaping the Nsight tables"); !st) return st.error();
+  ExportStats stats;
+  stats.tables = 8;
+  auto count = store::Stmt::prepare(
+      db,
+      "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT count(*) FROM OSRT_API) "
+      "+ (SELECT count(*) FROM SCHED_EVENTS)",
+      "counting");
+  if (count && sqlite3_step(count->get()) == SQLITE_ROW)
+    stats.rows = static_cast<uint64_t>(sqlite3_column_int64(count->get(), 0));
+  count = store::Stmt();
+  if (auto st = out->exec(
+          "CREATE INDEX CUPTI_RUNTIME_nameId ON CUPTI_ACTIVITY_KIND_RUNTIME(nameId)", "indexing");
+      !st)
+    return st.error();
+  if (auto st = out->commit(); !st) return st.error();
+  return stats;
+}
+
+}  // namespace gpuwhy::exporter

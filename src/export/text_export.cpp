@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "export/text_export.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite_util.hpp"
+#include "store/store.hpp"
+
+namespace gpuwhy::exporter {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileCloser {
+  void operator()(FILE* f) const {
+    if (f && f != stdout) std::fclose(f);
+  }
+};
+using File = std::unique_ptr<FILE, FileCloser>;
+
+// RFC 4180, as `gpuwhy query --format csv` writes it; NULL is an empty field.
+void csv_field(std::string& line, const char* v, int n) {
+  const std::string_view s(v, n);
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    line.append(s);
+    return;
+  }
+  line += '"';
+  for (char c : s) {
+    if (c == '"') line += '"';
+    line += c;
+  }
+  line += '"';
+}
+
+void json_string(std::string& line, const char* v, int n) {
+  // Task names and paths may hold bytes that are not UTF-8: replaced, never an exception.
+  line += nlohmann::json(std::string(v, n))
+              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<uint64_t> write_rows(const store::TraceFile& file, const std::string& select,
+                            TextFormat format, FILE* out, const std::string& what) {
+  auto s = store::Stmt::prepare(file.db(), select, "reading " + what);
+  if (!s) return s.error();
+  sqlite3_stmt* st = s->get();
+  const int n = sqlite3_column_count(st);
+  std::vector<std::string> keys(n);
+  std::string line;
+  for (int i = 0; i < n; ++i) {
+    keys[i] = sqlite3_column_name(st, i);
+    if (format == TextFormat::Csv) {
+      if (i) line += ',';
+      csv_field(line, keys[i].data(), static_cast<int>(keys[i].size()));
+    } else {
+      std::string k;
+      json_string(k, keys[i].data(), static_cast<int>(keys[i].size()));
+      keys[i] = k + ":";
+    }
+  }
+  if (format == TextFormat::Csv) {
+    line += "\r\n";
+    std::fwrite(line.data(), 1, line.size(), out);
+  }
+  uint64_t rows = 0;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    line.clear();
+    if (format == TextFormat::Jsonl) line += '{';
+    for (int i = 0; i < n; ++i) {
+      if (i) line += ',';
+      if (format == TextFormat::Jsonl) line += keys[i];
+      const int type = sqlite3_column_type(st, i);
+      if (type == SQLITE_NULL) {
+        if (format == TextFormat::Jsonl) line += "null";
+      } else if (type == SQLITE_INTEGER) {
+        line += std::to_string(sqlite3_column_int64(st, i));
+      } else if (type == SQLITE_FLOAT) {
+        const double d = sqlite3_column_double(st, i);
+        line += format == TextFormat::Jsonl
+                    ? nlohmann::json(d).dump()
+                    : reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+      } else {
+        const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+        const int len = sqlite3_column_bytes(st, i);
+        format == TextFormat::Csv ? csv_field(line, t, len) : json_string(line, t, len);
+      }
+    }
+    line += format == TextFormat::Csv ? "\r\n" : "}\n";
+    if (std::fwrite(line.data(), 1, line.size(), out) != line.size())
+      return errno_error("cannot write " + what);
+    ++rows;
+  }
+  if (rc != SQLITE_DONE) return store::sqlite_error(file.db(), "reading " + what);
+  return rows;
+}
+
+const char* extension(TextFormat f) { return f == TextFormat::Csv ? ".csv" : ".jsonl"; }
+
+Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, TextFormat format,
+                             const TableInfo& t, const std::string& path) {
+  auto select = select_sql(t, scope);
+  if (!select) return select.error();
+  File out(path == "-" ? stdout : std::fopen((path + ".tmp").c_str(), "wb"));
+  if (!out) return errno_error("cannot create " + path, errno, "check the output directory");
+  auto rows = write_rows(file, select.value(), format, out.get(), t.name);
+  if (path == "-") {
+    std::fflush(stdout);
+    return rows;
+  }
+  const bool flushed = std::fflush(out.get()) == 0;
+  out.reset();
+  if (!rows || !flushed) {
+    std::remove((path + ".tmp").c_str());
+    if (!rows) return rows.error();
+    return errno_error("cannot write " + path);
+  }
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+    return errno_error("cannot rename " + path + ".tmp to " + path);
+  return rows;
+}
+
+}  // namespace
+
+Result<ExportStats> export_text_dir(const store::TraceFile& file, const Scope& scope,
+                                    TextFormat format, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{"cannot create " + dir + ": " + ec.message(), "pass a writable -o DIR"};
+  auto tables = list_tables(file);
+  if (!tables) return tables.error();
+  ExportStats stats;
+  for (const TableInfo& t : tables.value()) {
+    auto rows = write_table(file, scope, format, t, dir + "/" + t.name + extension(format));
+    if (!rows) return rows.error();
+    stats.rows += rows.value();
+    ++stats.tables;
+  }
+  return stats;
+}
+
+Result<ExportStats> export_text_table(const store::TraceFile& file, const Scope& scope,
+                                      TextFormat format, const std::string& table,
+                                      const std::string& out_path) {
+  auto tables = list_tables(file);
+  if (!tables) return tables.error();
+  std::string names;
+  for (const TableInfo& t : tables.value()) {
+    if (t.name == table) {
+      auto rows = write_table(file, scope, format, t, out_path);
+      if (!rows) return rows.error();
+      return ExportStats{rows.value(), 1};
+    }
+    names += (names.empty() ? "" : ", ") + t.name;
+  }
+  return Error{"no table '" + table + "' in this trace",
+               "the tables are: " + names + " (views: use gpuwhy query --format csv)", 2};
+}
+
+}  // namespace gpuwhy::exporter

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy export` and `explain --html`, read back by the tools people use, each started here:
+// stock sqlite3 answers docs/schema.md's example questions on the plain export as `gpuwhy query`
+// does; Nsight SQL recipes run on the Nsight-shaped export; DuckDB reads the CSV and JSONL exports
+// and counts what the trace holds; protoc decodes the Perfetto trace with the checked-in .proto
+// and its slices and flows are the trace's rows; headless chromium renders the HTML report, which
+// loads nothing and carries explain --json's numbers. Traces: the golden fixtures (no root).
+// A consumer that is not installed skips its test, saying which (scripts/install-export-tools).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "analysis/units.hpp"
+#include "analysis_test_util.hpp"
+#include "export/html_report.hpp"
+
+namespace gpuwhy {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const fs::path kSource = GW_SOURCE_DIR;
+const std::string kGpuwhy = std::string(GW_BINARY_DIR) + "/gpuwhy";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct ShellRun {
+  int rc = 0;
+  std::string out;
+};
+
+// Runs a shell command; stdout captured (stderr too with `2>&1` in the command).
+ShellRun sh(const std::string& cmd) {
+  ShellRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool have(const std::string& program) {
+  return sh("command -v " + program + " >/dev/null").rc == 0;
+}
+
+std::string duckdb_dir() {
+  const char* d = std::getenv("GPUWHY_TOOLS_DIR");
+  return std::string(d ? d : "/var/cache/gpuwhy-test") + "/duckdb";
+}
+
+// One trace per golden fixture, built once for the whole file.
+class Traces {
+ public:
+  static const std::string& db(const std::string& fixture) {
+    static std::map<std::string, std::string> made;
+    auto it = made.find(fixture);
+    if (it != made.end()) return it->second;
+    const fs::path dir = fs::path(GW_BINARY_DIR) / "export_test" / fixture;
+    fs::create_directories(dir);
+    const std::string path = (dir / "trace.db").string();
+    const std::string err = analysis::testing::make_trace_db(
+        path, read_file(kSource / "tests" / "golden" / fixture / "fixture.sql"));
+    EXPECT_EQ(err, "") << fixture;
+    return made[fixture] = path;
+  }
+  static fs::path dir(const std::string& fixture) { return fs::path(db(fixture)).parent_path(); }
+};
+
+const std::vector<std::string> kFixtures = {"lock_wait",      "hidden_sync",    "transfer_pageable",
+                                            "cpu_contention", "nccl_straggler", "incomplete_io"};
+
+// Exports `fixture` (extra args appended); returns the output path.
+std::string do_export(const std::string& fixture, const std::string& format, const std::string& out,
+                      const std::string& extra = "") {
+  const std::string path = (Traces::dir(fixture) / out).string();
+  const ShellRun r = sh(kGpuwhy + " export --force --db " + quote(Traces::db(fixture)) +
+                        " --format " + format + " -o " + quote(path) + " " + extra + " 2>&1");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  return path;
+}
+
+ShellRun gpuwhy_query(const std::string& db, const std::string& sql) {
+  // stderr aside: an incomplete trace (incomplete_io) gets a warning line there.
+  return sh(kGpuwhy + " query --format csv --db " + quote(db) + " " + quote(sql) + " 2>/dev/null");
+}
+
+// REAL values as gpuwhy query prints them, to 15 significant digits (sqlite3 -json gives 17).
+json fifteen_digits(json j) {
+  if (j.is_number_float()) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.15g", j.get<double>());
+    return std::strtod(b, nullptr);
+  }
+  if (j.is_structured())
+    for (auto& v : j) v = fifteen_digits(v);
+  return j;
+}
+
+// A result as JSON rows from gpuwhy query and from the sqlite3 shell: their CSV writers quote and
+// print empty results differently; the values are what is compared. A failure is a string.
+json gpuwhy_rows(const std::string& db, const std::string& sql) {
+  const ShellRun r =
+      sh(kGpuwhy + " query --format json --db " + quote(db) + " " + quote(sql) + " 2>/dev/null");
+  if (r.rc != 0) return "gpuwhy query failed (exit " + std::to_string(r.rc) + ")";
+  return fifteen_digits(json::parse(r.out, nullptr, false));
+}
+
+json sqlite3_rows(const std::string& db, const std::string& sql) {
+  const ShellRun r = sh("sqlite3 -readonly -json " + quote(db) + " " + quote(sql) + " 2>&1");
+  if (r.rc != 0) return "sqlite3 failed: " + r.out;
+  if (r.out.find_first_not_of(" \n") == std::string::npos) return json::array();
+  return fifteen_digits(json::parse(r.out, nullptr, false));
+}
+
+// The statements of docs/schema.md's "Example questions" (```sql blocks, split at ';').
+std::vector<std::string> documented_questions() {
+  const std::string doc = read_file(kSource / "docs" / "schema.md");
+  const size_t from = doc.find("## Example questions");
+  const size_t to = doc.find("\n## ", from + 1);
+  std::vector<std::string> out;
+  const std::string part = doc.substr(from, to - from);
+  const std::regex block("```sql\n([^`]*)```");
+  for (auto it = std::sregex_iterator(part.begin(), part.end(), block);
+       it != std::sregex_iterator(); ++it) {
+    std::string sql = (*it)[1];
+    size_t at;
+    while ((at = sql.find(';')) != std::string::npos) {
+      std::string one = sql.substr(0, at);
+      sql.erase(0, at + 1);
+      if (one.find_first_not_of(" \n") != std::string::npos) out.push_back(one);
+    }
+  }
+  return out;
+}
+
+TEST(ExportPlainSqlite, StockSqlite3AnswersTheDocumentedQuestionsAsGpuwhyQueryDoes) {
+  if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
+  std::vector<std::string> questions = documented_questions();
+  ASSERT_GE(questions.size(), 9u) << "docs/schema.md's example questions not found";
+  // Every shipped view, whole, and the slowest calls of an API, by the same reader.
+  for (const char* q :
+       {"SELECT * FROM v_calls ORDER BY call_id", "SELECT * FROM v_call_offcpu ORDER BY call_id",
+        "SELECT * FROM v_call_offcpu_intervals ORDER BY call_id, offcpu_id",
+        "SELECT * FROM v_op_totals ORDER BY pid, tid, api", "SELECT * FROM v_thread_offcpu",
+        "SELECT * FROM v_throughput", "SELECT * FROM v_losses",
+        "SELECT * FROM v_thread_cpu ORDER BY pid, tid, what",
+        "SELECT call_id, name, dur FROM v_calls WHERE name = 'cudaMemcpyAsync' ORDER BY dur DESC, "
+        "call_id LIMIT 5",
+        "SELECT count(*), sum(dur), sum(runq) FROM offcpu", "SELECT * FROM threads",
+        "SELECT * FROM processes", "SELECT * FROM session"})
+    questions.push_back(q);
+  for (const std::string& fixture : kFixtures) {
+    const std::string plain = do_export(fixture, "sqlite", "plain.db");
+    for (const std::string& q : questions) {
+      const json want = gpuwhy_rows(Traces::db(fixture), q);
+      ASSERT_TRUE(want.is_array()) << fixture << ": " << q << "\n" << want;
+      EXPECT_EQ(sqlite3_rows(plain, q), want) << fixture << ": " << q;
+    }
+  }
+}
+
+TEST(ExportPlainSqlite, WindowAndPidFilterTheRows) {
+  if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
+  const std::string db = Traces::db("lock_wait");
+  const std::string plain = do_export("lock_wait", "sqlite", "window.db", "--from 1 --to 2");
+  const json want = gpuwhy_rows(
+      db,
+      "SELECT count(*) AS n FROM api_calls WHERE ts >= (SELECT start_ns FROM session) + "
+      "1000000000 AND ts < (SELECT start_ns FROM session) + 2000000000");
+  ASSERT_GT(want[0]["n"].get<int>(), 0);
+  EXPECT_EQ(sqlite3_rows(plain, "SELECT count(*) AS n FROM api_calls"), want);
+  const json pid = gpuwhy_rows(db, "SELECT min(pid) AS pid FROM api_calls");
+  const std::string one =
+      do_export("lock_wait", "sqlite", "pid.db", "--pid " + pid[0]["pid"].dump());
+  EXPECT_EQ(sqlite3_rows(one,
+                         "SELECT DISTINCT pid FROM api_calls UNION SELECT DISTINCT pid FROM "
+                         "offcpu UNION SELECT pid FROM threads"),
+            pid);
+}
+
+TEST(ExportNsight, NsightRecipesRunOnTheSubset) {
+  if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
+  for (const std::string& fixture : kFixtures) {
+    const std::string db = Traces::db(fixture);
+    const std::string nsys = do_export(fixture, "nsight", "nsys.sqlite");
+    // The per-API summary of Nsight's cuda_api_sum, as recipes write it.
+    const json want = gpuwhy_rows(
+        db,
+        "SELECT name, count(*) AS calls, sum(coalesce(dur, 0)) AS total_ns, max(coalesce(dur, 0)) "
+        "AS max_ns FROM api_calls GROUP BY name ORDER BY total_ns DESC, name");
+    ASSERT_FALSE(want.empty()) << fixture;
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT s.value AS name, count(*) AS calls, sum(r.end - r.start) AS "
+                           "total_ns, max(r.end - r.start) AS max_ns FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s ON s.id = "
+                           "r.nameId GROUP BY s.value ORDER BY total_ns DESC, name"),
+              want)
+        << fixture;
+    // Serialized thread ids, decoded as Nsight's documentation does.
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT globalTid / 0x1000000 % 0x1000000 AS pid, globalTid % 0x1000000 "
+                           "AS tid, s.value AS comm FROM ThreadNames JOIN StringIds AS s ON "
+                           "s.id = nameId ORDER BY pid, tid"),
+              gpuwhy_rows(db,
+                          "SELECT pid, tid, comm FROM threads WHERE comm NOT NULL GROUP BY pid, "
+                          "tid ORDER BY pid, tid"))
+        << fixture;
+    EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) / 2 AS n FROM SCHED_EVENTS"),
+              gpuwhy_rows(db, "SELECT count(*) AS n FROM offcpu"));
+    EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) AS n FROM PROCESSES WHERE globalPid = pid << 24"),
+              gpuwhy_rows(db, "SELECT count(DISTINCT pid) AS n FROM processes"));
+    // Which thread spent the most time in CUDA calls (an nsys "top threads" recipe).
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT globalTid % 0x1000000 AS tid, sum(end - start) AS ns FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid ORDER BY ns DESC, tid"),
+              gpuwhy_rows(db,
+                          "SELECT tid, sum(coalesce(dur, 0)) AS ns FROM api_calls GROUP BY "
+                          "pid, tid ORDER BY ns DESC, tid"))
+        << fixture;
+  }
+}
+
+std::map<std::string, std::string> trace_counts(const std::string& db) {
+  std::map<std::string, std::string> counts;
+  const ShellRun tables = gpuwhy_query(
+      db,
+      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '%_chunks' "
+      "AND name NOT LIKE 'sqlite_%' AND name NOT IN ('reclaim', 'api_calls_per_second', "
+      "'offcpu_per_second') UNION SELECT substr(name, 1, length(name) - 7) FROM sqlite_schema "
+      "WHERE type = 'table' AND name LIKE '%_chunks'");
+  std::istringstream in(tables.out);
+  std::string name;
+  std::getline(in, name);  // header
+  while (std::getline(in, name)) {
+    if (!name.empty() && name.back() == '\r') name.pop_back();
+    const ShellRun n = gpuwhy_query(db, "SELECT count(*) FROM " + name);
+    counts[name] = n.out.substr(n.out.find('\n') + 1,
+                                n.out.find('\r', n.out.find('\n')) - n.out.find('\n') - 1);
+  }
+  return counts;
+}
+
+TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
+  if (!have("node")) GTEST_SKIP() << "node not installed (scripts/install-export-tools)";
+  if (!fs::exists(duckdb_dir() + "/node_modules/@duckdb/node-api"))
+    GTEST_SKIP() << "@duckdb/node-api not installed in " << duckdb_dir()
+                 << " (scripts/install-export-tools)";
+  for (const std::string& fixture : {std::string("lock_wait"), std::string("transfer_pageable")}) {
+    const auto want = trace_counts(Traces::db(fixture));
+    ASSERT_GT(want.size(), 10u);
+    for (const std::string format : {"csv", "jsonl"}) {
+      const std::string dir = do_export(fixture, format, format + "_dir");
+      const ShellRun r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
+                            quote((kSource / "tests/export/duckdb_counts.mjs").string()) + " " +
+                            quote(dir) + " " + format + " 2>&1");
+      ASSERT_EQ(r.rc, 0) << r.out;
+      std::map<std::string, std::string> got;
+      std::istringstream in(r.out);
+      std::string table, n;
+      while (in >> table >> n) got[table] = n;
+      for (const auto& [t, count] : want)
+        EXPECT_EQ(got[t], count) << fixture << " " << format << " " << t;
+    }
+  }
+  // One table to standard output, with its label columns.
+  const ShellRun one = sh(kGpuwhy + " export --db " + quote(Traces::db("lock_wait")) +
+                          " --format csv --table api_calls -o - 2>&1");
+  ASSERT_EQ(one.rc, 0) << one.out;
+  EXPECT_TRUE(one.out.starts_with("row_id,ts,dur,pid,tid,api,")) << one.out.substr(0, 200);
+  EXPECT_NE(one.out.find(",name,family,category\r\n"), std::string::npos);
+}
+
+// protoc's text format, one line per field; counts of `type: X` lines and of flow ids.
+struct Decoded {
+  std::map<std::string, int> types;
+  int flows = 0, terminating = 0, unknown = 0;
+  std::multiset<std::string> call_names;
+  int misnested = 0;  // an END without an open slice, or a slice event earlier than the last
+};
+
+Decoded decode_perfetto(const std::string& file) {
+  Decoded d;
+  const ShellRun r =
+      sh("protoc --proto_path=" + quote((kSource / "src/export").string()) +
+         " --decode=perfetto.protos.Trace perfetto_trace.proto < " + quote(file) + " 2>&1");
+  EXPECT_EQ(r.rc, 0) << r.out.substr(0, 2000);
+  std::istringstream in(r.out);
+  std::string line, category, type;
+  uint64_t track = 0;
+  int64_t ts = -1;
+  std::map<uint64_t, std::pair<int64_t, int>> tracks;  // last slice time, open slices
+  while (std::getline(in, line)) {
+    if (line == "}") {  // a packet ends: a slice event must come in order on its track
+      auto& [last, open] = tracks[track];
+      if (type == "TYPE_SLICE_BEGIN" || type == "TYPE_SLICE_END") {
+        if (ts < last) ++d.misnested;
+        last = ts;
+        open += type == "TYPE_SLICE_BEGIN" ? 1 : -1;
+        if (open < 0) ++d.misnested;
+      }
+      type.clear();
+      track = 0;
+      ts = -1;
+      continue;
+    }
+    const size_t b = line.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    const std::string l = line.substr(b);
+    if (std::isdigit(static_cast<unsigned char>(l[0]))) ++d.unknown;  // a field the .proto lacks
+    if (l.starts_with("type: ")) ++d.types[type = l.substr(6)];
+    if (l.starts_with("timestamp: ")) ts = std::stoll(l.substr(11));
+    if (l.starts_with("track_uuid: ")) track = std::stoull(l.substr(12));
+    if (l.starts_with("flow_ids: ")) ++d.flows;
+    if (l.starts_with("terminating_flow_ids: ")) ++d.terminating;
+    if (l.starts_with("categories: ")) category = l.substr(12);
+    if (l.starts_with("name: ") && category != "" && category != "\"preempted\"" &&
+        category != "\"blocked\"" && category != "\"wakeup\"")
+      d.call_names.insert(l.substr(6));
+    if (l.starts_with("name: ")) category.clear();
+  }
+  return d;
+}
+
+int count_of(const std::string& db, const std::string& sql) {
+  const ShellRun r = gpuwhy_query(db, sql);
+  return std::atoi(r.out.substr(r.out.find('\n') + 1).c_str());
+}
+
+TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
+  if (!have("protoc")) GTEST_SKIP() << "protoc not installed (scripts/install-export-tools)";
+  for (const std::string& fixture : kFixtures) {
+    const std::string db = Traces::db(fixture);
+    const std::string file = do_export(fixture, "perfetto", "trace.pftrace");
+    const Decoded d = decode_perfetto(file);
+    EXPECT_EQ(d.unknown, 0) << fixture << ": fields the .proto does not describe";
+    EXPECT_EQ(d.misnested, 0) << fixture << ": slices out of order or unbalanced on a track";
+    const int calls = count_of(db, "SELECT count(*) FROM api_calls WHERE dur NOT NULL");
+    const int instants = count_of(db, "SELECT count(*) FROM api_calls WHERE dur IS NULL");
+    const int off = count_of(db, "SELECT count(*) FROM offcpu");
+    const int wakeups = count_of(db,
+                                 "SELECT count(*) FROM offcpu WHERE NOT preempted AND "
+                                 "waker_tid NOT NULL AND waker_tid != 0");
+    EXPECT_EQ(d.types.count("TYPE_SLICE_BEGIN") ? d.types.at("TYPE_SLICE_BEGIN") : 0, calls + off)
+        << fixture;
+    EXPECT_EQ(d.types.count("TYPE_SLICE_END") ? d.types.at("TYPE_SLICE_END") : 0, calls + off);
+    EXPECT_EQ(d.types.count("TYPE_INSTANT") ? d.types.at("TYPE_INSTANT") : 0,
+              instants + 2 * wakeups);
+    EXPECT_EQ(d.flows, wakeups) << fixture;
+    EXPECT_EQ(d.terminating, wakeups) << fixture;
+    EXPECT_GT(d.types.count("TYPE_COUNTER") ? d.types.at("TYPE_COUNTER") : 0, 0);
+    // Each call is a slice named by its API.
+    const ShellRun names = gpuwhy_query(db, "SELECT name FROM api_calls ORDER BY name");
+    std::multiset<std::string> want;
+    std::istringstream in(names.out);
+    std::string n;
+    std::getline(in, n);
+    while (std::getline(in, n)) want.insert("\"" + n.substr(0, n.size() - 1) + "\"");
+    EXPECT_EQ(d.call_names, want) << fixture;
+  }
+}
+
+TEST(ExportPerfetto, ARefusedWindowSaysHowToNarrowIt) {
+  const ShellRun r = sh(kGpuwhy + " export --force --db " + quote(Traces::db("lock_wait")) +
+                        " --format perfetto --max-slices 3 -o " +
+                        quote((Traces::dir("lock_wait") / "big.pftrace").string()) + " 2>&1");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("--since"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(Traces::dir("lock_wait") / "big.pftrace"));
+}
+
+TEST(Export, BadInputGetsOneLine) {
+  const fs::path dir = Traces::dir("lock_wait");
+  const std::string junk = (dir / "junk.db").string();
+  std::ofstream(junk) << "not a database at all, just some text that is long enough to read";
+  struct Case {
+    std::string args, says;
+  } cases[] = {
+      {"--db " + quote(junk) + " --format sqlite -o " + quote((dir / "x.db").string()),
+       "not a gpuwhy trace"},
+      {"--db " + quote((dir / "missing.db").string()) + " --format csv -o " + quote(dir.string()),
+       "no trace file"},
+      {"--db " + quote(Traces::db("lock_wait")) + " --format sqlite", "no output given"},
+      {"--db " + quote(Traces::db("lock_wait")) + " --format csv --table nope -o -",
+       "no table 'nope'"},
+      {"--db " + quote(Traces::db("lock_wait")) + " --format sqlite -o " +
+           quote(Traces::db("lock_wait")),
+       "is the trace itself"},
+      {"--db " + quote(Traces::db("lock_wait")) + " --format sqlite --pid 999999 -o " +
+           quote((dir / "y.db").string()),
+       "pid 999999 is not in this trace"},
+  };
+  for (const Case& c : cases) {
+    const ShellRun r = sh(kGpuwhy + " export " + c.args + " 2>&1");
+    EXPECT_NE(r.rc, 0) << c.args;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+  EXPECT_FALSE(fs::exists(dir / "x.db"));
+}
+
+TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
+  for (const std::string& fixture : {std::string("lock_wait"), std::string("hidden_sync")}) {
+    const std::string db = Traces::db(fixture);
+    const std::string page = (Traces::dir(fixture) / "report.html").string();
+    const ShellRun made =
+        sh(kGpuwhy + " explain --db " + quote(db) + " --html " + quote(page) + " 2>&1");
+    ASSERT_EQ(made.rc, 0) << made.out;
+    const std::string html = read_file(page);
+    // Nothing to load: no URL, no external script, style or image.
+    EXPECT_EQ(html.find("http://"), std::string::npos);
+    EXPECT_EQ(html.find("https://"), std::string::npos);
+    EXPECT_EQ(html.find(" src="), std::string::npos);
+    EXPECT_EQ(html.find("<link"), std::string::npos);
+    // The embedded report is explain --json's, and the page shows its numbers.
+    const ShellRun j = sh(kGpuwhy + " explain --json --db " + quote(db));
+    ASSERT_EQ(j.rc, 0);
+    const std::string tag = "<script type=\"application/json\" id=\"gpuwhy-explain\">";
+    const size_t at = html.find(tag);
+    ASSERT_NE(at, std::string::npos);
+    const size_t end = html.find("</script>", at);
+    const json embedded = json::parse(html.substr(at + tag.size(), end - at - tag.size()));
+    const json want = json::parse(j.out);
+    EXPECT_EQ(embedded, want);
+    ASSERT_FALSE(want["chains"].empty()) << fixture << " should have a chain to draw";
+    for (const json& c : want["chains"]) {
+      EXPECT_NE(html.find(analysis::fmt_duration(c["lost_ns"].get<int64_t>())), std::string::npos);
+      EXPECT_NE(html.find(analysis::fmt_percent(c["share"].get<double>())), std::string::npos);
+      EXPECT_NE(html.find("id=\"chain-" + std::to_string(c["rank"].get<int>()) + "\""),
+                std::string::npos);
+    }
+    for (const json& o : want["stats"]["ops"]) {
+      if (!o["p50_ns"].is_number()) continue;
+      const std::string row_start = "<tr><td class=\"l\">" + o["name"].get<std::string>() + "</td>";
+      const size_t row = html.find(row_start);
+      ASSERT_NE(row, std::string::npos) << o["name"];
+      const std::string tr = html.substr(row, html.find("</tr>", row) - row);
+      for (const char* k : {"p50_ns", "p90_ns", "p99_ns", "max_ns"})
+        EXPECT_NE(tr.find(analysis::fmt_duration(o[k].get<int64_t>())), std::string::npos)
+            << o["name"] << " " << k;
+    }
+    EXPECT_NE(html.find("<svg class=\"tl\""), std::string::npos) << "no chain timeline";
+
+    if (!have("chromium")) GTEST_SKIP() << "chromium not installed (scripts/install-export-tools)";
+    // Any request would go to a proxy on a closed port and fail; the page renders regardless.
+    const std::string png = (Traces::dir(fixture) / "report.png").string();
+    fs::remove(png);
+    const ShellRun shot =
+        sh("timeout 120 chromium --headless --no-sandbox --disable-gpu "
+           "--proxy-server=127.0.0.1:9 --hide-scrollbars --window-size=1280,1600 "
+           "--screenshot=" +
+           quote(png) + " " + quote("file://" + page) + " 2>&1");
+    EXPECT_EQ(shot.rc, 0) << shot.out;
+    ASSERT_TRUE(fs::exists(png)) << shot.out;
+    EXPECT_GT(fs::file_size(png), 20000u);
+  }
+}
+
+// A thread's "budget" (buckets that split its span), when the report has one, is drawn as one
+// stacked bar with each bucket's name, time and share; without it, the overlapping parts.
+TEST(ExplainHtml, DrawsAThreadsBudgetWhenTheReportHasOne) {
+  nlohmann::ordered_json thread = {{"pid", 7},
+                                   {"tid", 8},
+                                   {"comm", "trainer"},
+                                   {"calls", 10},
+                                   {"first_rel_ns", 0},
+                                   {"last_rel_ns", 1000000000},
+                                   {"api_ns", 250000000},
+                                   {"preempted_ns", 0},
+                                   {"blocked_ns", 0},
+                                   {"wakeup_ns", 0}};
+  nlohmann::ordered_json report = {
+      {"verdict", "v"},
+      {"clean", true},
+      {"trace", {{"start_ns", 0}, {"window", {{"start_rel_ns", 0}, {"end_rel_ns", 1}}}}},
+      {"caveats", nlohmann::ordered_json::array()},
+      {"chains", nlohmann::ordered_json::array()},
+      {"stats",
+       {{"ops", nlohmann::ordered_json::array()},
+        {"processes", {{{"pid", 7}, {"threads", {thread}}}}}}}};
+  const std::string without = render::explain_html(report, nlohmann::ordered_json::object());
+  EXPECT_NE(without.find("GPU API 250 ms (25.0%)"), std::string::npos);
+  report["stats"]["processes"][0]["threads"][0]["budget"] = {
+      {{"name", "gpu_wait"}, {"ns", 600000000}, {"share", 0.6}},
+      {{"name", "host_compute"}, {"ns", 400000000}, {"share", 0.35}}};
+  const std::string with = render::explain_html(report, nlohmann::ordered_json::object());
+  EXPECT_NE(with.find("gpu_wait 600 ms (60.0%)"), std::string::npos);
+  // The share is the report's own, not recomputed.
+  EXPECT_NE(with.find("host_compute 400 ms (35.0%)"), std::string::npos);
+  EXPECT_EQ(with.find("GPU API 250 ms"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuwhy

@@ -295,9 +295,15 @@ int gw_rtld_debug_state(struct pt_regs *ctx)
 	rec->dev = found.dev;
 	rec->pad = 0;
 	__builtin_memcpy(rec->name, found_name, GW_LIB_NAME_LEN);
-	/* A debugger's tracee is not stopped behind its back (the debugger would see our SIGSTOP). */
+	/*
+	 * A debugger's tracee is not stopped behind its back (the debugger would see our SIGSTOP),
+	 * nor is a process with a controlling terminal: its shell's job control would see it stop,
+	 * report it "Stopped" and take the terminal back, leaving it in the background once we
+	 * continue it. Those are told about without a hold (counted not_held).
+	 */
 	flags = GW_LIB_NOT_HELD;
-	if (gw_hold_new_libs && !task->ptrace && bpf_send_signal_thread(GW_SIGSTOP) == 0)
+	if (gw_hold_new_libs && !task->ptrace && !BPF_CORE_READ(task, signal, tty) &&
+	    bpf_send_signal_thread(GW_SIGSTOP) == 0)
 		flags = GW_LIB_HELD;
 	rec->hdr.flags = flags;
 	bpf_ringbuf_submit(rec, 0);

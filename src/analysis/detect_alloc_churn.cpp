@@ -107,6 +107,9 @@ void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
       "reuse buffers: allocate once outside the loop and let the caching allocator work "
       "(PyTorch: no torch.cuda.empty_cache() in the loop; keep shapes stable; "
       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation)";
+  // The user's own line, where the calls came from Python: the fix starts there.
+  if (std::string site = top_python_site(ctx, c.idx); !site.empty())
+    ch.fix = "at " + site + ": " + ch.fix;
   ch.metrics = {{"calls", static_cast<double>(c.idx.size())},
                 {"calls_per_s", per_s},
                 {"alloc_free_ns", static_cast<double>(c.ns)},

@@ -166,6 +166,9 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   ch.fix = mostly_readbacks  ? readback_fix
            : u.readbacks > 0 ? sync_fix + "; " + readback_fix
                              : sync_fix;
+  // The user's own line, where the calls came from Python: the fix starts there.
+  if (std::string site = top_python_site(ctx, u.idx); !site.empty())
+    ch.fix = "at " + site + ": " + ch.fix;
   ch.metrics = {{"syncs", static_cast<double>(n)},
                 {"syncs_per_s", per_s},
                 {"readbacks", static_cast<double>(u.readbacks)},

@@ -144,6 +144,9 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
                  "compute"
                : "overlap copies with compute (cudaMemcpyAsync on a separate stream, prefetch "
                  "the next batch while this one runs), or move less data per step";
+  // The user's own line, where the calls came from Python: the fix starts there.
+  if (std::string site = top_python_site(ctx, tc.idx); !site.empty())
+    ch.fix = "at " + site + ": " + ch.fix;
   ch.metrics = {{"copy_ns", static_cast<double>(tc.ns)},
                 {"copy_share_of_api", api_share},
                 {"h2d_bytes", static_cast<double>(tc.h2d.bytes)},

@@ -164,10 +164,20 @@ void chain_card(std::string& h, const json& c, const json& timelines) {
   h += "</section>";
 }
 
-// Where a thread's active span went. The report's "budget" buckets (when the JSON has them) split
-// the span: one stacked bar. Without them, GPU API time, preempted, blocked and wake-up delay
-// overlap (a sleep inside a sync is both): one bar each, as a share of the span.
-void thread_split(std::string& h, const json& stats) {
+// The budget of one thread in the report's "budgets" (explain's time budget), or null.
+const json* budget_of(const json& budgets, int64_t tid) {
+  if (!budgets.is_array()) return nullptr;
+  for (const json& b : budgets)
+    if (b.contains("thread") && i64(b["thread"], "tid") == tid && b.contains("buckets"))
+      return &b["buckets"];
+  return nullptr;
+}
+
+// Where a thread's active span went. The report's time budget (when the JSON has one) splits the
+// span into buckets that add up to it: one stacked bar. Without it (an older report), GPU API
+// time, preempted, blocked and wake-up delay overlap (a sleep inside a sync is both): one bar
+// each, as a share of the span.
+void thread_split(std::string& h, const json& stats, const json& budgets) {
   h += "<h2>Per-thread time split</h2><table><tr><th class=\"l\">thread</th><th>calls</th>"
        "<th>active span</th><th class=\"l\">split of the span</th></tr>";
   for (const json& p : stats["processes"]) {
@@ -196,11 +206,11 @@ void thread_split(std::string& h, const json& stats) {
         }
         h += "</div><div class=\"legend meta\">" + legend + "</div>";
       };
-      if (t.contains("budget") && t["budget"].is_array()) {
+      if (const json* buckets = budget_of(budgets, i64(t, "tid"))) {
         std::vector<std::pair<std::string, int64_t>> parts;
         std::vector<double> shares;
-        for (const json& b : t["budget"]) {
-          parts.emplace_back(str(b, "name"), i64(b, "ns"));
+        for (const json& b : *buckets) {
+          parts.emplace_back(str(b, "label"), i64(b, "ns"));
           shares.push_back(b.contains("share") && b["share"].is_number() ? num(b, "share") : -1);
         }
         bar(parts, 0, shares);
@@ -259,7 +269,7 @@ std::string explain_html(const json& report, const json& timelines) {
     h += "<div class=\"caveat\">" + esc(str(c, "text")) + "</div>";
   if (!report["chains"].empty()) h += "<h2>Causes, most time lost first</h2>";
   for (const json& c : report["chains"]) chain_card(h, c, timelines);
-  thread_split(h, report["stats"]);
+  thread_split(h, report["stats"], report.contains("budgets") ? report["budgets"] : json());
   ops_table(h, report["stats"]["ops"]);
   // The data itself, for programs and for checking: the exact `explain --json` object.
   std::string data = report.dump(2, ' ', false, json::error_handler_t::replace);

@@ -481,8 +481,9 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
   }
 }
 
-// A thread's "budget" (buckets that split its span), when the report has one, is drawn as one
-// stacked bar with each bucket's name, time and share; without it, the overlapping parts.
+// A thread's time budget (report "budgets": buckets that split its span), when the report has one,
+// is drawn as one stacked bar with each bucket's label, time and share; without it, the
+// overlapping parts.
 TEST(ExplainHtml, DrawsAThreadsBudgetWhenTheReportHasOne) {
   nlohmann::ordered_json thread = {{"pid", 7},
                                    {"tid", 8},
@@ -505,13 +506,15 @@ TEST(ExplainHtml, DrawsAThreadsBudgetWhenTheReportHasOne) {
         {"processes", {{{"pid", 7}, {"threads", {thread}}}}}}}};
   const std::string without = render::explain_html(report, nlohmann::ordered_json::object());
   EXPECT_NE(without.find("GPU API 250 ms (25.0%)"), std::string::npos);
-  report["stats"]["processes"][0]["threads"][0]["budget"] = {
-      {{"name", "gpu_wait"}, {"ns", 600000000}, {"share", 0.6}},
-      {{"name", "host_compute"}, {"ns", 400000000}, {"share", 0.35}}};
+  report["budgets"] = {
+      {{"thread", {{"pid", 7}, {"comm", "trainer"}, {"tid", 8}}},
+       {"buckets",
+        {{{"bucket", "gpu_wait"}, {"label", "waiting for GPU"}, {"ns", 600000000}, {"share", 0.6}},
+         {{"bucket", "host_work"}, {"label", "host work"}, {"ns", 400000000}, {"share", 0.35}}}}}};
   const std::string with = render::explain_html(report, nlohmann::ordered_json::object());
-  EXPECT_NE(with.find("gpu_wait 600 ms (60.0%)"), std::string::npos);
+  EXPECT_NE(with.find("waiting for GPU 600 ms (60.0%)"), std::string::npos);
   // The share is the report's own, not recomputed.
-  EXPECT_NE(with.find("host_compute 400 ms (35.0%)"), std::string::npos);
+  EXPECT_NE(with.find("host work 400 ms (35.0%)"), std::string::npos);
   EXPECT_EQ(with.find("GPU API 250 ms"), std::string::npos);
 }
 

@@ -30,6 +30,7 @@ struct TraceFlags {
   bool no_host_libs = false;
   std::vector<std::string> with, without;
   bool quiet = false;
+  bool keep_secret_args = false;
   std::string ready_file;
 };
 
@@ -88,6 +89,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
       ->check(CLI::IsMember(families));
   cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
   cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
+  cmd->add_flag("--keep-secret-args", flags->keep_secret_args,
+                "Store traced command lines as they are; by default values of arguments that "
+                "look like secrets (--*token*, --*password*, --*secret*, --*key*=, NAME_KEY=...) "
+                "are stored as ***");
   cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
 
   cmd->callback([flags, cmd, &run] {
@@ -139,6 +144,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.status_line = !flags->quiet;
       opt.command_line = invocation();
       opt.ready_file = flags->ready_file;
+      opt.keep_secret_args = flags->keep_secret_args;
       return run_trace(opt);
     };
     (void)cmd;

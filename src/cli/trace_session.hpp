@@ -33,6 +33,7 @@ struct TraceOptions {
   uint32_t sample_hz = probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
   bool status_line = true;     // only shown on a terminal
   std::string command_line;
+  bool keep_secret_args = false;  // store command lines as they are (no "***" for secrets)
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)
 };
 

@@ -46,6 +46,7 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   for (const BpfLoss& l : kBpfLosses) out.push_back({"bpf", l.cause, bpf[l.counter]});
   out.push_back({"reader", "decode_error", decode_errors});
   out.push_back({"store", "write_error", write_errors});
+  if (!stop_cause.empty()) out.push_back({"store", stop_cause, dropped});
   return out;
 }
 

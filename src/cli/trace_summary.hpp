@@ -22,6 +22,10 @@ struct TraceCounts {
   uint64_t decode_errors = 0;
   uint64_t write_errors = 0;
   uint64_t batches_at_stop = 0;  // launch batches read from task storage at stop
+  // Recording stopped early (store::TraceWriter::storage_failure(), or "interrupted"): events
+  // received afterwards and dropped, stored as ("store", stop_cause).
+  std::string stop_cause;
+  uint64_t dropped = 0;
 
   std::vector<store::LossCount> losses() const;  // every loss cause, zeros included
   std::vector<std::pair<std::string, uint64_t>> event_counts() const;

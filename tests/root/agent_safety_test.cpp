@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 #include <tuple>
 
@@ -249,6 +250,30 @@ TEST_F(AgentSafety, PrivateCopyIsRemovedWhenAReaderIsInterrupted) {
   EXPECT_EQ(reader.stop(SIGINT), 128 + SIGINT) << reader.stderr_text();
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a copy of the trace was left in $TMPDIR";
   chmod(ro.c_str(), 0755);
+}
+
+// Short-lived processes under churn: many are gone before the agent reads /proc. Their rows take
+// name, program and start from the exec events instead of being left empty.
+TEST_F(AgentSafety, ShortLivedProcessesKeepTheirNames) {
+  const std::string db = dir.file("t.db");
+  Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  std::vector<std::unique_ptr<Child>> storm;
+  for (int i = 0; i < 40; ++i)
+    storm.push_back(std::make_unique<Child>(
+        std::vector<std::string>{workload("launch_storm"), "--calls", "20"}, dir.path));
+  for (auto& c : storm) EXPECT_EQ(c->wait(60), 0);
+  std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  EXPECT_EQ(query1(db, "SELECT count(DISTINCT pid) FROM api_calls"), "40");
+  EXPECT_EQ(query1(db, "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
+                       "AND (comm IS NULL OR start_ns = 0)"),
+            "0")
+      << query1(db, "SELECT group_concat(pid || ':' || coalesce(comm, 'NULL') || ':' || start_ns) "
+                    "FROM processes");
+  EXPECT_EQ(query1(db, "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
+                       "AND comm = 'launch_storm'"),
+            "40");
 }
 
 // In a network namespace of its own: lo up with 10.99.0.1/.2 and fd99::1/::2, nftables dropping

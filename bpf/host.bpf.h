@@ -144,10 +144,24 @@ int BPF_PROG(gw_block_complete, struct request *rq, blk_status_t error, unsigned
 	return 0;
 }
 
+/*
+ * Whose retransmission it is. TCP retransmits from the timer and from receive processing in
+ * softirq context, where the current task is whatever the interrupt found running: no task of its
+ * own. A task retransmits itself only while it owns the socket (lock_sock): the work the timer or
+ * the receive path deferred to it runs at its release_sock, and softirq code never retransmits on
+ * a socket a user owns (it defers instead). So: the current task when the socket is owned, else
+ * none. (Reading the preempt count would need the __preempt_count symbol, which kernels without
+ * CONFIG_KALLSYMS_ALL do not resolve for BPF.)
+ */
+static __always_inline __u64 gw_retransmit_owner(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_lock.owned) ? bpf_get_current_pid_tgid() : 0;
+}
+
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(gw_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = gw_retransmit_owner(sk);
 	struct gw_tcp_retrans *rec = gw_reserve_event(sizeof(*rec));
 	__u16 family;
 
@@ -163,12 +177,13 @@ int BPF_PROG(gw_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb
 	rec->dport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	rec->state = BPF_CORE_READ(sk, __sk_common.skc_state);
 	rec->pad = 0;
+	/* Whole addresses: BPF_CORE_READ_INTO into a byte array copies sizeof(element), one byte. */
 	if (family == 2 /* AF_INET */) {
-		BPF_CORE_READ_INTO(rec->saddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO(rec->daddr, sk, __sk_common.skc_daddr);
+		bpf_core_read(rec->saddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(rec->daddr, 4, &sk->__sk_common.skc_daddr);
 	} else {
-		BPF_CORE_READ_INTO(rec->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(rec->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		bpf_core_read(rec->saddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(rec->daddr, 16, &sk->__sk_common.skc_v6_daddr);
 	}
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;

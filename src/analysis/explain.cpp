@@ -221,11 +221,41 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
   if (rows.live) {
     out.push_back({"live", "the trace is still being recorded; this report covers it up to " +
                                fmt_rel(w.trace_end_ns - w.trace_start_ns)});
+  } else if (rows.session.status == "stopped") {
+    // The writer stored why in losses (store/<cause>).
+    std::string why = "recording stopped early";
+    for (const LossRow& l : rows.losses) {
+      if (l.source != "store") continue;
+      if (l.cause == "disk_full") why = "recording stopped early because the disk was full";
+      if (l.cause == "io_error") why = "recording stopped early on a write error";
+      if (l.cause == "file_replaced")
+        why = "recording stopped early because the file was removed or replaced";
+      if (l.cause == "interrupted") why = "recording was interrupted twice";
+    }
+    out.push_back({"incomplete", "the trace is incomplete (status 'stopped': " + why +
+                                     "); it ends at its last event, " +
+                                     fmt_rel(w.trace_end_ns - w.trace_start_ns)});
   } else if (rows.session.status != "complete") {
     out.push_back({"incomplete", "the trace is incomplete (status '" + rows.session.status +
-                                     "': the agent was killed or is still running); it ends at "
-                                     "its last event, " +
+                                     "': the agent was killed; the rows it still held in open "
+                                     "chunks, up to about a second per thread, are missing); it "
+                                     "ends at its last event, " +
                                      fmt_rel(w.trace_end_ns - w.trace_start_ns)});
+  }
+  if (!rows.wal_warning.empty()) out.push_back({"damaged_wal", rows.wal_warning});
+  if (!rows.damaged.empty()) {
+    std::string parts;
+    for (size_t i = 0; i < rows.damaged.size() && i < 5; ++i) {
+      const DamagedChunk& d = rows.damaged[i];
+      parts += (i ? "; " : "") + std::string(d.table) + " of thread " + std::to_string(d.tid) +
+               " from " + fmt_rel(d.ts_min - w.trace_start_ns) + " to " +
+               fmt_rel(d.end_max - w.trace_start_ns);
+    }
+    if (rows.damaged.size() > 5) parts += "; and " + std::to_string(rows.damaged.size() - 5) + " more";
+    out.push_back({"damaged", std::to_string(rows.damaged.size()) +
+                                  (rows.damaged.size() == 1 ? " stored chunk is" : " stored chunks are") +
+                                  " damaged (checksum mismatch or bad encoding) and were skipped: " +
+                                  parts + "; the events there are missing from this report"});
   }
   if (rows.offcpu.empty()) {
     out.push_back({"no_sched",

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 
@@ -49,6 +50,15 @@ struct Columns {
     return UINT32_MAX;  // reads as NULL (Chunk::value/is_null past the stored columns)
   }
 };
+
+// Chunks a scan skipped because they are damaged (checksum mismatch, bad encoding): their rows
+// are missing and explain says where. Set by load_trace for its scans (worker threads append
+// under the mutex).
+struct DamageLog {
+  std::mutex mu;
+  std::vector<DamagedChunk>* out = nullptr;
+};
+thread_local DamageLog* g_damage = nullptr;
 
 // How many of the rows a scan decodes it keeps: nearly all (a window's events), or a few (the
 // allocations before the window).
@@ -118,8 +128,9 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
     offset += static_cast<size_t>(parts[k].rows);
   }
   std::vector<Status> status(parts.size());
-  const std::string sql = "SELECT data, rows FROM " + chunks + where +
+  const std::string sql = "SELECT data, rows, tid, ts_min, end_max FROM " + chunks + where +
                           " AND tid BETWEEN ?3 AND ?4 ORDER BY tid, ts_min";
+  DamageLog* damage = g_damage;
   auto work = [&](size_t k) {
     Query q(pool.connection(k), sql);
     if (!q.ok()) {
@@ -133,8 +144,13 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
     store::Chunk c;
     while (q.step() == SQLITE_ROW) {
       if (Status d = store::decode_chunk(q.blob(0), c); !d) {
-        status[k] = d;
-        return;
+        if (!damage || !store::chunk_damaged(d.error())) {
+          status[k] = d;
+          return;
+        }
+        std::lock_guard lock(damage->mu);
+        damage->out->push_back({table.name, q.i64(2), q.i64(3), q.i64(4), d.error().what});
+        continue;
       }
       if (c.rows != q.i64(1)) {  // the parts were sized from the rows column
         status[k] = Error{"corrupt event chunk in the trace file: " + chunks + " says " +
@@ -354,6 +370,12 @@ Result<TimeWindow> trace_bounds(sqlite3* db) {
 
 Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   TraceRows rows;
+  DamageLog damage;
+  damage.out = &rows.damaged;
+  g_damage = &damage;
+  struct Reset {
+    ~Reset() { g_damage = nullptr; }
+  } reset;
   Status st = each_row(db,
                        "SELECT status, host, kernel, agent_version, command_line, "
                        "coalesce(pid_filter, ''), start_ns, end_ns, last_commit_ns, last_event_ns, "
@@ -685,6 +707,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
 Result<TraceRows> load_trace(const store::TraceFile& file, const LoadOptions& opt) {
   auto rows = load_trace(file.db(), opt);
   if (rows) rows->live = file.is_live();
+  if (rows) rows->wal_warning = file.wal_warning();
   return rows;
 }
 

@@ -24,7 +24,7 @@ void DurHistogram::add(const DurHistogram& other) {
   for (size_t b = 0; b < kBuckets; ++b) counts_[b] += other.counts_[b];
   max_ = count_ == 0 ? other.max_ : std::max(max_, other.max_);
   count_ += other.count_;
-  total_ += other.total_;
+  total_ = saturating_add(total_, other.total_);
 }
 
 DurHistogram::Rank DurHistogram::locate(uint64_t k) const {

@@ -40,7 +40,13 @@ class DurHistogram {
     if (counts_.empty()) counts_.assign(kBuckets, 0);
     ++counts_[bucket(v)];
     max_ = count_++ == 0 ? v : std::max(max_, v);
-    total_ += v;
+    total_ = saturating_add(total_, v);
+  }
+  // A damaged file can hold durations near INT64_MAX: the sum saturates rather than overflow.
+  static int64_t saturating_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
   }
   void add(const DurHistogram& other);
   uint64_t count() const { return count_; }

@@ -200,6 +200,13 @@ struct LossRow {
   uint64_t count = 0;
 };
 
+// A stored chunk explain could not read (checksum mismatch, bad encoding) and skipped.
+struct DamagedChunk {
+  std::string_view table;  // "api_calls"
+  int64_t tid = 0, ts_min = 0, end_max = 0;
+  std::string error;
+};
+
 // What TraceRows::api answers for an id the file does not name: "?", of no category.
 const ApiMeta& unknown_api_meta();
 
@@ -217,6 +224,8 @@ struct TraceRows {
   std::vector<ProcessRow> processes;
   std::vector<ThreadRow> threads;
   std::vector<LossRow> losses;
+  std::vector<DamagedChunk> damaged;  // skipped chunks: their rows are missing
+  std::string wal_warning;            // the -wal is damaged (TraceFile::wal_warning)
   std::vector<std::pair<std::string, uint64_t>> event_counts;
   // Kernel probe families that were not on (probe_families: family, state, detail); empty when
   // all were, or when the file predates the table.

@@ -24,6 +24,8 @@ struct QueryOptions {
   std::string sql;
   std::string format = "table";
   bool list_views = false;
+  unsigned timeout_s = 60;        // 0: no limit
+  int64_t max_memory_mb = 4096;   // SQLite's own heap; 0: no limit
 };
 
 void put(std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); }
@@ -56,47 +58,73 @@ std::string table_cell(std::string_view v) {
 }
 
 // Aligned columns, a header line and a dashed rule; numbers right-aligned; NULL shown empty.
-void write_table(const store::QueryResult& r) {
-  const size_t n = r.columns.size();
-  std::vector<size_t> width(n);
-  std::vector<bool> right(n, false), any_value(n, false);
-  std::vector<std::vector<std::string>> cells(r.rows.size());
-  for (size_t c = 0; c < n; ++c) {
-    width[c] = display_width(r.columns[c]);
-    right[c] = true;
+// Streamed: widths come from the header and the first kTableSampleRows rows, which are held back
+// until then; later rows are written as they come (a wider cell pushes its line's later columns
+// right rather than the whole table being buffered).
+class TableWriter {
+ public:
+  static constexpr size_t kTableSampleRows = 200;
+
+  void header(const std::vector<std::string>& columns) { columns_ = columns; }
+
+  void row(const std::vector<std::string>& values, const std::vector<ValueType>& types) {
+    std::vector<std::string> cells(values.size());
+    for (size_t c = 0; c < values.size(); ++c) cells[c] = table_cell(values[c]);
+    if (started_) return line(cells, [&](size_t c) { return numeric(types[c]); });
+    held_.push_back({std::move(cells), types});
+    if (held_.size() >= kTableSampleRows) start();
   }
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    cells[i].resize(n);
-    for (size_t c = 0; c < n; ++c) {
-      cells[i][c] = table_cell(r.rows[i][c]);
-      width[c] = std::max(width[c], display_width(cells[i][c]));
-      if (r.types[i][c] == ValueType::Null) continue;
-      any_value[c] = true;
-      if (!numeric(r.types[i][c])) right[c] = false;
+
+  void end() {
+    if (!started_) start();
+  }
+
+ private:
+  void start() {
+    started_ = true;
+    const size_t n = columns_.size();
+    width_.assign(n, 0);
+    std::vector<bool> right(n, true), any_value(n, false);
+    for (size_t c = 0; c < n; ++c) width_[c] = display_width(columns_[c]);
+    for (const auto& [cells, types] : held_) {
+      for (size_t c = 0; c < n; ++c) {
+        width_[c] = std::max(width_[c], display_width(cells[c]));
+        if (types[c] == ValueType::Null) continue;
+        any_value[c] = true;
+        if (!numeric(types[c])) right[c] = false;
+      }
     }
+    // A header is right-aligned over a column of numbers only.
+    line(columns_, [&](size_t c) { return right[c] && any_value[c]; });
+    std::vector<std::string> rule(n);
+    for (size_t c = 0; c < n; ++c) rule[c] = std::string(width_[c], '-');
+    line(rule, [](size_t) { return false; });
+    for (const auto& [cells, types] : held_)
+      line(cells, [&](size_t c) { return numeric(types[c]); });
+    held_.clear();
+    held_.shrink_to_fit();
   }
-  auto line = [&](auto&& cell_of, auto&& right_of) {
+
+  template <class RightOf>
+  void line(const std::vector<std::string>& cells, RightOf right_of) {
     std::string out;
-    for (size_t c = 0; c < n; ++c) {
-      const std::string& v = cell_of(c);
-      const std::string pad(width[c] - display_width(v), ' ');
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string& v = cells[c];
+      const size_t w = display_width(v);
+      const std::string pad(width_[c] > w ? width_[c] - w : 0, ' ');
       if (c) out += "  ";
       out += right_of(c) ? pad + v : v + pad;
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
     put(out);
-    put("\n");
-  };
-  // A header is right-aligned over a column of numbers only.
-  line([&](size_t c) -> const std::string& { return r.columns[c]; },
-       [&](size_t c) { return right[c] && any_value[c]; });
-  std::vector<std::string> rule(n);
-  for (size_t c = 0; c < n; ++c) rule[c] = std::string(width[c], '-');
-  line([&](size_t c) -> const std::string& { return rule[c]; }, [](size_t) { return false; });
-  for (size_t i = 0; i < cells.size(); ++i)
-    line([&](size_t c) -> const std::string& { return cells[i][c]; },
-         [&](size_t c) { return numeric(r.types[i][c]); });
-}
+  }
+
+  std::vector<std::string> columns_;
+  std::vector<std::pair<std::vector<std::string>, std::vector<ValueType>>> held_;
+  std::vector<size_t> width_;
+  bool started_ = false;
+};
 
 // RFC 4180: CRLF line ends; a field with a comma, quote or line break is quoted, quotes doubled.
 void write_csv_record(const std::vector<std::string>& fields) {
@@ -175,12 +203,21 @@ int run_query_command(const QueryOptions& o) {
   if (!file) return fail(file.error().line(), file.error().exit_code);
   const store::TraceFile& f = **file;
   if (const std::string w = f.incomplete_warning(); !w.empty()) fail("warning: " + w, 0);
+  if (!f.wal_warning().empty()) fail("warning: " + f.wal_warning(), 0);
+
+  // A runaway statement (a cross join, a recursive CTE) ends with a clear line instead of running
+  // or growing forever.
+  (**file).set_limits(o.timeout_s, o.max_memory_mb << 20);
 
   Status st;
   if (o.format == "table") {
-    auto r = store::run_query(f, o.sql);
-    if (!r) return fail(r.error().line(), r.error().exit_code);
-    write_table(*r);
+    TableWriter table;
+    st = store::for_each_row(
+        f, o.sql, [&](const std::vector<std::string>& cols) { table.header(cols); },
+        [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {
+          table.row(values, types);
+        });
+    if (st) table.end();
   } else if (o.format == "csv") {
     st = store::for_each_row(
         f, o.sql, [](const std::vector<std::string>& cols) { write_csv_record(cols); },
@@ -203,7 +240,16 @@ int run_query_command(const QueryOptions& o) {
     if (st) put(first ? "[]\n" : "\n]\n");
   }
   std::fflush(stdout);
-  if (!st) return fail(st.error().line(), st.error().exit_code);
+  if (!st) {
+    const std::string& what = st.error().what;
+    if (what.find("interrupted") != std::string::npos)
+      return fail("the query ran longer than --timeout " + std::to_string(o.timeout_s) +
+                  " s and was stopped; narrow it (WHERE ts BETWEEN ..., LIMIT) or raise --timeout");
+    if (what.find("out of memory") != std::string::npos)
+      return fail("the query needed more than --max-memory " + std::to_string(o.max_memory_mb) +
+                  " MiB and was stopped; narrow it or raise --max-memory");
+    return fail(st.error().line(), st.error().exit_code);
+  }
   return 0;
 }
 
@@ -217,6 +263,13 @@ void add_query_command(CLI::App& root, Runner& run) {
   cmd->add_option("--db", opts->db, "Trace file to read")->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--timeout", opts->timeout_s,
+                  "Stop a statement that runs longer than this many seconds (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-memory", opts->max_memory_mb,
+                  "Stop a statement once SQLite holds this many MiB (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--list-views", opts->list_views,
                 "List the shipped views and the question each one answers");

@@ -31,6 +31,7 @@ struct TraceFlags {
   bool no_host_libs = false;
   std::vector<std::string> with, without;
   bool quiet = false;
+  bool keep_secret_args = false;
   std::string ready_file;
   std::vector<std::string> command;
   bool no_hold = false;
@@ -97,6 +98,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
       ->check(CLI::IsMember(families));
   cmd->add_flag("--no-host-libs", flags->no_host_libs, "Do not probe GPU runtimes installed on the host until a process maps them");
   cmd->add_flag("-q,--quiet", flags->quiet, "No live status line");
+  cmd->add_flag("--keep-secret-args", flags->keep_secret_args,
+                "Store traced command lines as they are; by default values of arguments that "
+                "look like secrets (--*token*, --*password*, --*secret*, --*key*=, NAME_KEY=...) "
+                "are stored as ***");
   cmd->add_option("--ready-file", flags->ready_file, "Create this file once the probes are attached (for scripts)");
   cmd->add_flag("--no-hold", flags->no_hold,
                 "Do not stop a process that maps a GPU runtime not yet probed until it is (its "
@@ -164,6 +169,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       if (flags->hold_bound_ms == 0 || flags->hold_bound_ms > 60000)
         return fail("--hold-bound-ms must be from 1 to 60000", 2);
       opt.hold_bound_ms = flags->hold_bound_ms;
+      opt.keep_secret_args = flags->keep_secret_args;
       return run_trace(opt);
     };
     (void)cmd;

@@ -35,6 +35,8 @@
 #include "gpuwhy/abi/events.h"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
+#include "store/owned_files.hpp"
+#include "store/redact.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::cli {
@@ -60,7 +62,8 @@ store::SessionInfo make_session_info(const TraceOptions& opt, const std::set<uin
   s.host = host;
   s.kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
   s.agent_version = GPUWHY_VERSION;
-  s.command_line = opt.command_line;
+  s.command_line =
+      opt.keep_secret_args ? opt.command_line : store::redact_command_line(opt.command_line);
   for (uint32_t pid : pids) s.pid_filter += (s.pid_filter.empty() ? "" : ",") + std::to_string(pid);
   s.boot_id = read_first_line("/proc/sys/kernel/random/boot_id");
   s.start_ns = wall_ns();
@@ -94,11 +97,16 @@ class Recorder {
   // Names the processes and threads seen in a batch before the batch itself is written, and
   // resolves the user stacks seen for the first time.
   void note_identities(const reader::Batch& batch) {
+    for (const Event& ev : batch)
+      if (const auto* p = std::get_if<ProcEvent>(&ev)) remember_lifecycle(*p);
     for (const Event& ev : batch) {
       std::visit([&](const auto& e) { note(e); }, ev);
     }
     write_new_stacks();
   }
+
+  // Command lines are stored with secret-looking values replaced (trace --keep-secret-args).
+  void keep_secret_args(bool keep) { keep_secrets_ = keep; }
 
   size_t process_count() const { return pids_.size(); }
 
@@ -140,19 +148,53 @@ class Recorder {
     if (Status s = w_->write_stack_frames(rows); !s) spdlog::warn("{}", s.error().line());
   }
 
+  // What the lifecycle events say about a process, for one gone before /proc could be read
+  // (short-lived processes under churn): its name, program, parent and start (fork) time.
+  struct Lifecycle {
+    std::string comm, exe;
+    uint32_t ppid = 0;
+    int64_t fork_ns = 0, exec_ns = 0;
+  };
+  void remember_lifecycle(const ProcEvent& e) {
+    if (lifecycle_.size() > 65536) lifecycle_.clear();  // bounded: only recent ones matter
+    if (e.kind == ProcEventKind::Exec) {
+      Lifecycle& l = lifecycle_[e.pid];
+      l.comm = std::string(comm_view(e.comm));
+      l.exe = e.filename;
+      if (e.other_pid) l.ppid = e.other_pid;
+      l.exec_ns = e.ts;
+    } else if (e.kind == ProcEventKind::Fork && e.other_pid) {
+      Lifecycle& l = lifecycle_[e.other_pid];
+      l = Lifecycle{std::string(comm_view(e.comm)), {}, e.pid, e.ts, 0};
+    }
+  }
+
   void see(uint32_t pid, uint32_t tid, int64_t ts) {
     if (pid == 0) return;
     if (pids_.insert(pid).second) {
-      if (auto p = discover::read_process(pid)) (void)w_->upsert_process(*p, ts);
-      else {
-        discover::ProcessInfo gone;
-        gone.pid = pid;
-        (void)w_->upsert_process(gone, ts);
+      auto p = discover::read_process(pid);
+      discover::ProcessInfo info;
+      if (p) {
+        info = std::move(*p);
+      } else {
+        // Gone already: what the fork and exec events said. start_ns stays 0 (unknown) only
+        // when neither was seen.
+        info.pid = pid;
+        if (auto it = lifecycle_.find(pid); it != lifecycle_.end()) {
+          info.comm = it->second.comm;
+          info.exe = it->second.exe;
+          info.ppid = it->second.ppid;
+          info.start_ns = it->second.fork_ns ? it->second.fork_ns : it->second.exec_ns;
+        }
       }
+      if (!keep_secrets_) info.cmdline = store::redact_command_line(info.cmdline);
+      (void)w_->upsert_process(info, ts);
     }
     if (tids_.insert(tid).second) {
       std::string comm = read_first_line("/proc/" + std::to_string(pid) + "/task/" +
                                          std::to_string(tid) + "/comm");
+      if (comm.empty() && tid == pid)  // gone: the main thread is named as its process
+        if (auto it = lifecycle_.find(pid); it != lifecycle_.end()) comm = it->second.comm;
       (void)w_->upsert_thread(pid, tid, comm, ts);
       const discover::AllowedCpus cpus = discover::read_allowed_cpus(pid, tid);
       if (cpus.count) {
@@ -177,6 +219,8 @@ class Recorder {
   std::mutex mu_;
   std::set<uint32_t> pids_, tids_;
   std::unordered_map<uint32_t, uint32_t> cpus_;  // tid -> CPUs it may run on, as last stored
+  std::unordered_map<uint32_t, Lifecycle> lifecycle_;
+  bool keep_secrets_ = false;
   std::function<std::vector<uint64_t>(int32_t)> read_stack_;
   std::set<int32_t> stacks_;                              // ids seen (resolved or queued)
   std::vector<std::pair<int32_t, uint32_t>> new_stacks_;  // (id, a pid that used it)
@@ -229,9 +273,30 @@ class TraceSession {
   std::unique_ptr<ProcessHolds> holds_;
   bool started_ = false;  // the initial scan is done: a runtime found later was found late
   std::atomic<uint64_t> hold_timeout_{0}, not_held_{0}, found_late_{0};
+  // Set once by whichever thread finds the file unwritable (storage_failure()); then recording
+  // stops and the writer drops what still comes, counting it.
+  std::mutex stop_mu_;
+  std::string stop_cause_, stop_error_;
+  std::atomic<bool> stopping_early_{false};
+  std::atomic<uint64_t> dropped_{0};
+  bool write_error_logged_ = false;
+
+  void stop_recording(std::string cause, std::string error);
+  int finish_early(SteadyClock::time_point t0, int exit_code);
 };
 
+void TraceSession::stop_recording(std::string cause, std::string error) {
+  std::lock_guard lock(stop_mu_);
+  if (stopping_early_) return;
+  stop_cause_ = std::move(cause);
+  stop_error_ = std::move(error);
+  stopping_early_ = true;
+  request_stop();
+}
+
 Status TraceSession::validate() const {
+  // Refused before anything is loaded; TraceWriter::create checks again when it creates the file.
+  if (Status out = store::check_trace_path(opt_.out); !out) return out;
   for (uint32_t pid : opt_.pids) {
     struct stat st {};
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0)
@@ -416,17 +481,29 @@ void TraceSession::writer_loop() {
   for (;;) {
     bool timed_out = false;
     auto batch = queue_.pop(200ms, &timed_out);
-    if (batch) {
+    if (batch && (stopping_early_ || hurry_requested())) {
+      dropped_ += batch->size();  // the file cannot take them, or the user will not wait
+    } else if (batch) {
       std::lock_guard lock(rec_->mu());
       rec_->note_identities(*batch);
       write_python_frames();
-      if (Status s = rec_->writer().write_batch(*batch); !s) spdlog::error("{}", s.error().line());
+      if (Status s = rec_->writer().write_batch(*batch); !s) {
+        if (std::string cause = rec_->writer().storage_failure(); !cause.empty())
+          stop_recording(cause, s.error().what);
+        else if (!std::exchange(write_error_logged_, true))  // counted; said once
+          spdlog::error("{} (further write errors are counted in losses, not shown)",
+                        s.error().line());
+      }
     } else if (!timed_out && queue_.closed_and_empty()) {
       return;
     }
     if (SteadyClock::now() - last_counts >= 1s) {
       std::unique_lock lock(rec_->mu());
-      if (Status s = rec_->writer().flush_due(); !s) spdlog::error("{}", s.error().line());
+      if (!stopping_early_)
+        if (Status s = rec_->writer().flush_due(); !s) {
+          if (std::string cause = rec_->writer().storage_failure(); !cause.empty())
+            stop_recording(cause, s.error().what);
+        }
       lock.unlock();
       flush_counts();
       last_counts = SteadyClock::now();
@@ -452,10 +529,14 @@ TraceCounts TraceSession::counts() const {
     c.py_frames_unresolved = py_->frames_unresolved();
     c.py_unsupported = py_->unsupported_processes();
   }
+  c.dropped = dropped_.load();
+  if (stopping_early_) c.stop_cause = stop_cause_;
+  else if (hurry_requested()) c.stop_cause = "interrupted";
   return c;
 }
 
 void TraceSession::flush_counts() {
+  if (stopping_early_) return;  // finish_early writes them once, after the space is freed
   const TraceCounts c = counts();
   std::lock_guard lock(rec_->mu());
   (void)rec_->writer().set_counts(c.losses(), c.event_counts());
@@ -508,6 +589,7 @@ int TraceSession::run() {
   auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, pid_filter_, clock_));
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
+  rec_->keep_secret_args(opt_.keep_secret_args);
   if (opt_.stacks) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
   if (opt_.python_stacks)
     py_ = std::make_unique<PythonStacks>(
@@ -584,7 +666,17 @@ int TraceSession::run() {
   spdlog::info("probes attached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                attached_after).count());
 
-  if (!opt_.ready_file.empty()) std::ofstream(opt_.ready_file) << getpid() << "\n";
+  if (!opt_.ready_file.empty()) {
+    auto fd = store::replace_private_file(opt_.ready_file, "the ready file");
+    if (!fd) {
+      spdlog::error("{}", fd.error().line());
+    } else {
+      const std::string pid = std::to_string(getpid()) + "\n";
+      if (write(*fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size()))
+        spdlog::error("cannot write the ready file {}", opt_.ready_file);
+      close(*fd);
+    }
+  }
   if (command_) {
     if (Status s = command_->start(); !s) {
       request_stop();
@@ -594,6 +686,7 @@ int TraceSession::run() {
 
   StatusLine status(opt_.status_line);
   auto next_full_scan = SteadyClock::now() + 10s;
+  auto next_file_check = SteadyClock::now() + 1s;
   const auto deadline = opt_.duration_ns > 0 ? t0 + std::chrono::nanoseconds(opt_.duration_ns)
                                              : SteadyClock::time_point::max();
   while (!stop_requested() && SteadyClock::now() < deadline) {
@@ -603,6 +696,14 @@ int TraceSession::run() {
     if (SteadyClock::now() >= next_full_scan) {  // backstop for anything the hints missed
       scan_all();
       next_full_scan = SteadyClock::now() + 10s;
+    }
+    // A trace file removed or replaced under us would be written into nothing for the rest of
+    // the run, then reported as written.
+    if (SteadyClock::now() >= next_file_check) {
+      std::unique_lock lock(rec_->mu());
+      if (rec_->writer().storage_failure() == "file_replaced")
+        stop_recording("file_replaced", "");
+      next_file_check = SteadyClock::now() + 1s;
     }
     // counts() reads the per-CPU kernel counters: only worth it when a line is shown.
     if (status.on()) status.update(SteadyClock::now() - t0, counts(), rec_->process_count());
@@ -614,7 +715,10 @@ int TraceSession::run() {
   probes_->detach_all();
   spdlog::info("probes detached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                                SteadyClock::now() - t_detach).count());
-  auto open_batches = probes_->open_launch_batches();
+  auto open_batches = hurry_requested() || stopping_early_
+                          ? Result<std::vector<std::vector<uint8_t>>>(
+                                std::vector<std::vector<uint8_t>>{})
+                          : probes_->open_launch_batches();
   if (!open_batches) {
     // Rare (the iterator is part of the loaded object); the launches are gone, so say so.
     spdlog::warn("{}: the last launches of threads still running at stop are missing",
@@ -630,9 +734,12 @@ int TraceSession::run() {
   queue_.close();
   writer_thread.join();
   {
-    std::lock_guard lock(rec_->mu());
+    std::unique_lock lock(rec_->mu());
     write_python_frames();
+    if (!stopping_early_ && rec_->writer().storage_failure() == "file_replaced")
+      stop_recording("file_replaced", "");
   }
+  if (stopping_early_ || hurry_requested()) return finish_early(t0, stopping_early_ ? 1 : 130);
   flush_counts();
   const TraceCounts final_counts = counts();
   Status fin;
@@ -660,6 +767,41 @@ int TraceSession::finish_command(int trace_status) {
   spdlog::info("the trace has ended; waiting for {} (pid {})", opt_.command.front(),
                command_->pid());
   return command_->wait();
+}
+
+// Recording ended before its time (the file cannot be written, or a second interrupt): the file
+// is marked 'stopped', with the cause in losses, and one line says what happened and what is kept.
+int TraceSession::finish_early(SteadyClock::time_point t0, int exit_code) {
+  const TraceCounts c = counts();
+  const std::string& path = rec_->writer().path();
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  Status st;
+  {
+    std::lock_guard lock(rec_->mu());
+    st = rec_->writer().stop_early(wall_ns(), c.stop_cause, c.dropped);
+    if (st) (void)rec_->writer().set_counts(c.losses(), c.event_counts());
+  }
+  const uint64_t lost = c.lost() + rec_->writer().lost_rows() - c.write_errors;
+  char when[32];
+  std::snprintf(when, sizeof when, "%.1f s", secs);
+  const std::string kept =
+      st ? "it keeps what was committed before, marked 'stopped'"
+         : "it keeps what was committed before but could not be marked (" + st.error().what +
+               "): it reads as 'recording'";
+  const std::string lost_text = std::to_string(lost) + " events lost";
+  if (c.stop_cause == "disk_full")
+    return fail("the disk holding " + path + " is full: recording stopped after " + when + "; " +
+                kept + "; " + lost_text + "; free some space or trace to another disk (--out)");
+  if (c.stop_cause == "file_replaced")
+    return fail(path + " was removed, renamed or replaced while recording: recording stopped after " +
+                when + "; what was written went with the old file; " + lost_text +
+                "; do not move or delete a trace while gpuwhy writes it");
+  if (c.stop_cause == "io_error")
+    return fail("cannot write " + path + " (" + stop_error_ + "): recording stopped after " + when +
+                "; " + kept + "; " + lost_text);
+  std::fprintf(stderr, "gpuwhy: interrupted twice: %s; %s (%s); %s\n", path.c_str(), kept.c_str(),
+               lost_text.c_str(), "events still in flight were dropped");
+  return exit_code;
 }
 
 }  // namespace

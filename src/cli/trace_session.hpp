@@ -34,6 +34,7 @@ struct TraceOptions {
   uint32_t sample_hz = probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
   bool status_line = true;     // only shown on a terminal
   std::string command_line;
+  bool keep_secret_args = false;  // store command lines as they are (no "***" for secrets)
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)
   // trace -- CMD ARGS...: launched once the probes are in place, traced with its descendants;
   // the trace ends with it and exits with its status.

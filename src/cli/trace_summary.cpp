@@ -52,6 +52,7 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   out.push_back({"python", "stack_unread", bpf[GW_CNT_PY_STACK_FAIL]});
   out.push_back({"python", "frame_unresolved", py_frames_unresolved});
   out.push_back({"python", "unsupported_process", py_unsupported});
+  if (!stop_cause.empty()) out.push_back({"store", stop_cause, dropped});
   return out;
 }
 

@@ -32,6 +32,10 @@ struct TraceCounts {
   // Python lines, not lost events (source "python" in losses).
   uint64_t py_frames_unresolved = 0;
   uint64_t py_unsupported = 0;
+  // Recording stopped early (store::TraceWriter::storage_failure(), or "interrupted"): events
+  // received afterwards and dropped, stored as ("store", stop_cause).
+  std::string stop_cause;
+  uint64_t dropped = 0;
 
   // Every loss cause, zeros included; source "discovery" counts processes, the others events.
   std::vector<store::LossCount> losses() const;

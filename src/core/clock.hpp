@@ -15,7 +15,10 @@ class ClockConverter {
   // Measures wall - monotonic now, taking the tightest of several samples.
   static ClockConverter calibrate();
   explicit ClockConverter(int64_t mono_to_wall_ns) : offset_(mono_to_wall_ns) {}
-  int64_t to_wall(uint64_t mono_ns) const { return static_cast<int64_t>(mono_ns) + offset_; }
+  // Modulo 2^64: a damaged record's timestamp near 2^63 must not overflow (the fuzzer found it).
+  int64_t to_wall(uint64_t mono_ns) const {
+    return static_cast<int64_t>(mono_ns + static_cast<uint64_t>(offset_));
+  }
   int64_t offset() const { return offset_; }
 
  private:

@@ -9,12 +9,29 @@ namespace {
 std::atomic<int> g_signals{0};
 std::atomic<pid_t> g_forward{0};
 
+void say(const char* msg) {
+  size_t n = 0;
+  while (msg[n]) ++n;
+  (void)!write(STDERR_FILENO, msg, n);
+}
+
+// First signal: stop cleanly. Second: hurry (the loops drop what is still in flight and mark the
+// file 'stopped'). Third: the user means it; the file keeps its committed batches. With a
+// launched command, a signal a process sent us goes on to it, and the first one is its alone.
 void on_signal(int sig, siginfo_t* info, void*) {
   const pid_t to = g_forward.load();
   const int before = g_signals.fetch_add(1);
   // SI_USER/SI_QUEUE (<= 0): sent by a process; a terminal's signal comes from the kernel.
   if (to > 0 && info != nullptr && info->si_code <= 0) ::kill(to, sig);
-  if (before >= (to > 0 ? 2 : 1)) _exit(130);  // once more than asked: the user means it
+  const int offset = to > 0 ? 1 : 0;
+  if (before == offset + 1)
+    say("\ngpuwhy: interrupted again: finishing the file now, without the events still in flight "
+        "(interrupt once more to exit at once, leaving the file marked 'recording')\n");
+  if (before >= offset + 2) {
+    say("\ngpuwhy: interrupted a third time: exiting now; the file keeps every batch committed so "
+        "far (the last second or so is lost) and stays marked 'recording'\n");
+    _exit(130);
+  }
 }
 }  // namespace
 
@@ -28,10 +45,10 @@ void install_stop_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-bool stop_requested() {
-  return g_signals.load(std::memory_order_relaxed) > (g_forward.load() > 0 ? 1 : 0);
-}
-void request_stop() { g_signals.fetch_add(g_forward.load() > 0 ? 2 : 1); }
+static int offset() { return g_forward.load() > 0 ? 1 : 0; }
+bool stop_requested() { return g_signals.load(std::memory_order_relaxed) > offset(); }
+bool hurry_requested() { return g_signals.load(std::memory_order_relaxed) > offset() + 1; }
+void request_stop() { g_signals.fetch_add(offset() + 1); }
 void forward_stop_signals_to(pid_t pid) { g_forward.store(pid); }
 int stop_signal_count() { return g_signals.load(std::memory_order_relaxed); }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// SIGINT/SIGTERM -> a flag the long-running loops poll; a second signal exits at once.
-// With a launched command (`trace -- CMD`), signals are passed on to it instead: the first only
-// reaches the command, the second stops the trace, a third exits at once.
+// SIGINT/SIGTERM -> a flag the long-running loops poll; a second signal asks them to hurry (drop
+// what is in flight, finish the file at once); a third exits at once. With a launched command
+// (`trace -- CMD`) the first signal only reaches the command and each step comes one later.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +12,7 @@ namespace gpuwhy {
 
 void install_stop_signals();
 bool stop_requested();
+bool hurry_requested();  // a second signal came
 void request_stop();
 
 // SIGINT/SIGTERM that a process sends the agent (kill) go on to `pid`. A terminal's Ctrl-C is not

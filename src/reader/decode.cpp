@@ -32,7 +32,7 @@ std::string bounded_string(const char* s, size_t cap) {
 std::string format_addr(uint16_t family, const uint8_t (&a)[16]) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (family == AF_INET) inet_ntop(AF_INET, a, buf, sizeof(buf));
-  else inet_ntop(AF_INET6, a, buf, sizeof(buf));
+  else if (family == AF_INET6) inet_ntop(AF_INET6, a, buf, sizeof(buf));  // else unknown: NULL
   return buf;
 }
 

@@ -11,8 +11,11 @@
 //            present row
 //     Bits:  (format 2) as Dict with n <= 16, the indexes packed into b = bits(n - 1) (1..4) bits
 //            each, row i at bit i*b of the byte string (low bits first), ceil(count*b/8) bytes
+//   (format 3) then u32 little-endian: zlib crc32 of every byte before it
 // Arithmetic on values is modulo 2^64, so any int64 (pointers, u64 bit patterns) round-trips.
 #include "store/chunk_codec.hpp"
+
+#include <zlib.h>
 
 #include <algorithm>
 #include <numeric>
@@ -190,9 +193,16 @@ class Cursor {
   bool ok_ = true;
 };
 
+constexpr std::string_view kCorruptPrefix = "corrupt event chunk in the trace file: ";
+
 Error corrupt(const std::string& what) {
-  return Error{"corrupt event chunk in the trace file: " + what,
+  return Error{std::string(kCorruptPrefix) + what,
                "the file was damaged (copy it again, or re-record the trace)"};
+}
+
+uint32_t checksum(std::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
 }  // namespace
@@ -232,15 +242,28 @@ std::string ChunkBuilder::encode(uint32_t sort_col) {
     encode_column(out, col, present, n);
   }
   clear();
+  const uint32_t crc = checksum(out);
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(crc >> (8 * i)));
   return out;
 }
 
+bool chunk_damaged(const Error& e) { return e.what.starts_with(kCorruptPrefix); }
+
 Status decode_chunk(std::string_view blob, Chunk& out) {
+  if (blob.empty()) return corrupt("empty chunk");
+  uint8_t format = static_cast<uint8_t>(blob[0]);
+  if (format == 3) {
+    if (blob.size() < 5) return corrupt("chunk is truncated");
+    const auto* tail = reinterpret_cast<const unsigned char*>(blob.data() + blob.size() - 4);
+    const uint32_t stored = tail[0] | tail[1] << 8 | tail[2] << 16 | uint32_t{tail[3]} << 24;
+    blob.remove_suffix(4);
+    if (checksum(blob) != stored) return corrupt("checksum mismatch");
+    format = 2;  // the body is format 2
+  }
   Cursor in(blob);
-  const uint8_t format = in.byte();
-  if (!in.ok()) return corrupt("empty chunk");
+  in.byte();
   // Format 1 is format 2 without the Bits encoding: a reader of 2 reads both.
-  if (format != kChunkFormat && format != 1)
+  if (format != 2 && format != 1)
     return Error{"event chunk format " + std::to_string(format) + " is not known to this gpuwhy",
                  "analyse the file with the gpuwhy version that recorded it, or a newer one"};
   const uint64_t rows = in.varint(), columns = in.varint();

@@ -21,7 +21,9 @@ namespace gpuwhy::store {
 
 // First byte of every chunk blob. A reader refuses other formats (a newer writer's) by name.
 // 2: small dictionaries' indexes packed into bits; format 1 chunks (older files) still read.
-inline constexpr uint8_t kChunkFormat = 2;
+// 3: format 2 followed by a CRC-32 (zlib's, little-endian) of every byte before it, checked on
+// every read: a flipped bit is reported instead of read as other numbers. 1 and 2 still read.
+inline constexpr uint8_t kChunkFormat = 3;
 // Rows in a full chunk. Large enough that per-chunk overhead (one SQLite row, the column headers)
 // is noise, small enough that a time window skips most of a long trace without decoding it.
 inline constexpr uint32_t kChunkRows = 4096;
@@ -72,7 +74,12 @@ struct Chunk {
 };
 
 // Decodes `blob` into `out` (its buffers are reused). Errors name what is wrong: a truncated or
-// corrupt blob, or a format this build does not know.
+// corrupt blob (a checksum mismatch: chunk_damaged() is true of it), or a format this build does
+// not know.
 Status decode_chunk(std::string_view blob, Chunk& out);
+
+// Whether a decode_chunk error is damage to the chunk (checksum, truncation, bad encoding), which
+// a reader may skip and report, rather than an unknown format.
+bool chunk_damaged(const Error& e);
 
 }  // namespace gpuwhy::store

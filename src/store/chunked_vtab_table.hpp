@@ -249,7 +249,7 @@ struct Table : sqlite3_vtab {
     std::shared_ptr<Chunk> buf = cache.spare();
     if (Status st = decode_chunk(blob, *buf); !st) {
       Error e = st.error();
-      e.what += " (" + chunks + " id " + std::to_string(id) + ")";
+      e.what += " (" + chunks + " id " + std::to_string(id) + where_chunk(id) + ")";
       return fail(e);
     }
     // Row numbers must fit the rowid's low bits (no writer makes bigger chunks).
@@ -260,6 +260,20 @@ struct Table : sqlite3_vtab {
     cache.put(id, buf);
     *out = std::move(buf);
     return SQLITE_OK;
+  }
+
+  // ": thread T, ts A .. B" of chunk `id`, for naming the part of the trace that is damaged.
+  std::string where_chunk(int64_t id) {
+    auto s = Stmt::prepare(db, "SELECT tid, ts_min, end_max FROM " + chunks + " WHERE id = ?",
+                           "reading " + chunks);
+    if (!s) return {};
+    s->i64(1, id);
+    std::string out;
+    if (sqlite3_step(s->get()) == SQLITE_ROW)
+      out = ": thread " + std::to_string(sqlite3_column_int64(s->get(), 0)) + ", ts " +
+            std::to_string(sqlite3_column_int64(s->get(), 1)) + " .. " +
+            std::to_string(sqlite3_column_int64(s->get(), 2));
+    return out;
   }
 
   // The chunks of thread `tid`, loaded with one index range scan and kept until the file changes.

@@ -127,6 +127,15 @@ class TraceWriter {
   // Writes the open chunks, marks the session complete, checkpoints the WAL.
   Status finish(int64_t end_ns);
 
+  // Why writing can no longer work, after a failed batch or a check: "" (it can), "disk_full"
+  // (SQLITE_FULL), "io_error" (SQLITE_IOERR and the like), or "file_replaced" (the path no longer
+  // names the file being written: removed, renamed or replaced). Recording should stop.
+  std::string storage_failure() const;
+  // Ends a trace that cannot go on (storage_failure() or a hurried stop): gives back the space
+  // kept in reserve, writes what of the open chunks still fits and marks the session 'stopped'
+  // with `cause` stored in losses as ("store", cause). Never checkpoints: a -wal stays beside it.
+  Status stop_early(int64_t end_ns, std::string_view cause, uint64_t lost);
+
   const std::string& path() const { return path_; }
   uint64_t bytes_on_disk() const;
 
@@ -163,15 +172,26 @@ class TraceFile {
   sqlite3* db() const { return db_; }
   const std::string& path() const { return path_; }
   int schema_version() const { return schema_version_; }
-  // 'complete', or 'recording' (still being written, or the agent was killed: see is_live()).
+  // 'complete', 'stopped' (recording ended early: disk full, file replaced, interrupted twice),
+  // or 'recording' (still being written, or the agent was killed: see is_live()).
   const std::string& status() const { return status_; }
   bool is_live() const { return live_; }          // another process holds the writer lock now
   int writer_pid() const { return writer_pid_; }  // when live; -1 if it has not said
   const SessionState& session() const { return session_; }
 
+  // Limits for the statements run on this file from now on: a statement running longer than
+  // `timeout_s` (0: none) fails with "interrupted" (SQLITE_INTERRUPT), and SQLite's own memory
+  // is capped at `heap_bytes` (0: none; process-wide), beyond which it fails with SQLITE_NOMEM.
+  void set_limits(double timeout_s, int64_t heap_bytes);
+
   // One line for a trace that is not complete ("... is incomplete: the agent was killed; 12
   // batches up to 2025-01-02 03:04:05 UTC were committed"), empty for a complete one.
   std::string incomplete_warning() const;
+  // One line when the file's -wal is damaged (wal_check.hpp): SQLite ignores the log from the
+  // damaged frame on, committed batches included. Empty otherwise, or while a writer lives.
+  const std::string& wal_warning() const { return wal_warning_; }
+  // For status 'stopped': why recording ended early, as a phrase; empty otherwise.
+  std::string stop_reason() const;
 
  private:
   TraceFile() = default;
@@ -181,8 +201,12 @@ class TraceFile {
   bool live_ = false;
   int writer_pid_ = 0;
   std::string path_;
+  int copy_slot_ = -1;    // its entry in the signal handler's list of copies to remove
   std::string temp_dir_;  // private copy of a WAL-mode file we could not read in place
   SessionState session_;
+  std::string stop_cause_;
+  std::string wal_warning_;  // status 'stopped': losses' store cause (disk_full, ...)
+  int64_t deadline_ns_ = 0;  // steady clock; 0: no timeout
 };
 
 // ---- queries ---------------------------------------------------------------------------------

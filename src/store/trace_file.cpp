@@ -6,8 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <mutex>
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -15,6 +22,7 @@
 #include "store/chunked_vtab.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
+#include "store/wal_check.hpp"
 #include "store/writer_lock.hpp"
 
 namespace gpuwhy::store {
@@ -139,12 +147,58 @@ Probe open_and_probe(const std::string& uri, sqlite3** db) {
   return p;
 }
 
+// Private copies live until the reader ends, on every path out: the destructor, or a signal that
+// ends the process (Ctrl-C while a large copy is read). The handler removes the files of the
+// registered copies with unlink/rmdir only (async-signal-safe), then dies by the same signal.
+constexpr size_t kMaxCopies = 4;
+constexpr size_t kCopyFiles = 4;  // trace, -wal, -shm, the directory (removed last)
+char g_copy_paths[kMaxCopies][kCopyFiles][PATH_MAX];
+std::atomic<bool> g_copy_used[kMaxCopies];
+
+void remove_copies_on_signal(int sig) {
+  for (size_t i = 0; i < kMaxCopies; ++i) {
+    if (!g_copy_used[i].load()) continue;
+    for (size_t f = 0; f + 1 < kCopyFiles; ++f) unlink(g_copy_paths[i][f]);
+    rmdir(g_copy_paths[i][kCopyFiles - 1]);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+int register_copy(const std::string& dir, const std::string& file) {
+  const std::string paths[kCopyFiles] = {file, file + "-wal", file + "-shm", dir};
+  for (const std::string& p : paths)
+    if (p.size() >= PATH_MAX) return -1;
+  for (size_t i = 0; i < kMaxCopies; ++i) {
+    if (g_copy_used[i].load()) continue;
+    for (size_t f = 0; f < kCopyFiles; ++f)
+      std::memcpy(g_copy_paths[i][f], paths[f].c_str(), paths[f].size() + 1);
+    g_copy_used[i] = true;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+        struct sigaction old {};
+        sigaction(sig, nullptr, &old);
+        if (old.sa_handler != SIG_DFL) continue;  // someone else handles it (the agent)
+        struct sigaction sa {};
+        sa.sa_handler = remove_copies_on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, nullptr);
+      }
+    });
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // SQLite must create "-shm" next to a WAL-mode file whose -wal holds data; in a directory this
 // user cannot write (a copy in a read-only share) it cannot. Read a private copy instead.
-Result<std::string> private_copy(const std::string& path) {
+Result<std::string> private_copy(const std::string& path, int& copy_slot) {
   std::string tmpl = (fs::temp_directory_path() / "gpuwhy-trace-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) return errno_error("cannot create a temporary directory", errno);
   const std::string dst = tmpl + "/" + fs::path(path).filename().string();
+  // Registered before the copy starts: a large copy is where Ctrl-C lands.
+  copy_slot = register_copy(tmpl, dst);
   std::error_code ec;
   for (const char* sfx : {"", "-wal"}) {
     fs::copy_file(path + sfx, dst + sfx, ec);
@@ -165,6 +219,27 @@ TraceFile::~TraceFile() {
     std::error_code ec;
     fs::remove_all(temp_dir_, ec);
   }
+  if (copy_slot_ >= 0) g_copy_used[copy_slot_] = false;
+}
+
+namespace {
+
+int progress(void* arg) {
+  const int64_t deadline = *static_cast<const int64_t*>(arg);
+  return deadline != 0 && std::chrono::steady_clock::now().time_since_epoch().count() > deadline;
+}
+
+}  // namespace
+
+void TraceFile::set_limits(double timeout_s, int64_t heap_bytes) {
+  deadline_ns_ = 0;
+  if (timeout_s > 0)
+    deadline_ns_ = std::chrono::steady_clock::now().time_since_epoch().count() +
+                   static_cast<int64_t>(timeout_s * 1e9);
+  // Every 10k virtual machine steps: ~a few hundred microseconds of work.
+  sqlite3_progress_handler(db_, deadline_ns_ ? 10000 : 0, deadline_ns_ ? progress : nullptr,
+                           &deadline_ns_);
+  if (heap_bytes > 0) sqlite3_hard_heap_limit64(heap_bytes);
 }
 
 Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
@@ -176,6 +251,13 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   }
   if (S_ISDIR(st.st_mode))
     return Error{path + " is a directory, not a trace file", "pass the trace file with --db"};
+  // A FIFO or device would block or stream forever under SQLite: only regular files are traces.
+  if (!S_ISREG(st.st_mode))
+    return Error{path + " is not a regular file (a FIFO, socket or device), not a trace file",
+                 "pass the trace file with --db"};
+  if (struct stat w {}; stat((path + "-wal").c_str(), &w) == 0 && !S_ISREG(w.st_mode))
+    return Error{path + "-wal is not a regular file (a FIFO, socket or device)",
+                 "remove it, or copy the trace without it"};
   if (access(path.c_str(), R_OK) != 0)
     return errno_error("cannot read " + path, errno, "check its permissions");
 
@@ -188,12 +270,23 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   // and reading never leaves files behind). With a -wal, SQLite must merge it in: mode=ro.
   const bool has_wal = exists(path + "-wal");
   const bool immutable = !has_wal && !f->live_;
+  if (has_wal && !f->live_) {
+    const WalCheck wal = check_wal(path + "-wal");
+    if (wal.header_damaged)
+      f->wal_warning_ = path + "-wal is damaged (its header fails its checksum): SQLite ignores "
+                        "all of it, so every batch not yet copied into " + path + " is missing";
+    else if (wal.ignored_frames)
+      f->wal_warning_ = path + "-wal is damaged after frame " + std::to_string(wal.valid_frames) +
+                        ": SQLite ignores the " + std::to_string(wal.ignored_frames) +
+                        " frames after it, so the batches committed there are missing unless "
+                        "they were already copied into " + path;
+  }
   Probe p = open_and_probe(file_uri(path, immutable ? "mode=ro&immutable=1" : "mode=ro"), &f->db_);
   const int primary = p.rc & 0xff;
   if (has_wal && (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY)) {
     sqlite3_close_v2(f->db_);
     f->db_ = nullptr;
-    auto dir = private_copy(path);
+    auto dir = private_copy(path, f->copy_slot_);
     if (!dir) return dir.error();
     f->temp_dir_ = dir.value();
     const std::string copy = f->temp_dir_ + "/" + fs::path(path).filename().string();
@@ -221,11 +314,14 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
     return Error{path + " was written by a newer gpuwhy (schema " + std::to_string(p.user_version) +
                      ", this build reads up to " + std::to_string(kSchemaVersion) + ")",
                  "upgrade gpuwhy"};
-  if (p.user_version == 0 || !p.has_session)
+  if (p.user_version == 0 || !p.has_session) {
+    // A damaged log can hide the schema itself: say that rather than "not a trace".
+    if (!f->wal_warning_.empty()) return Error{f->wal_warning_ + ", the schema included"};
     return Error{path + " is a SQLite file but not a gpuwhy trace",
                  p.tables == 0 && !has_wal
                      ? "if it was copied from a running or killed trace, copy its -wal file too"
                      : ""};
+  }
   // Schema 1 kept events in plain tables; this build reads only the chunked ones.
   if (p.user_version < kSchemaVersion)
     return Error{path + " was written by an older gpuwhy (schema " +
@@ -265,6 +361,16 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
     ss.batches = sqlite3_column_int64(s, 9);
     sqlite3_finalize(s);
   }
+  if (f->status_ == "stopped") {  // why: the cause the writer stored in losses
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT cause FROM losses WHERE source = 'store' AND cause IN "
+                           "('disk_full', 'io_error', 'file_replaced', 'interrupted') LIMIT 1",
+                           -1, &s, nullptr) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+      f->stop_cause_ = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+  }
 
   // Lock down before any user SQL: no extension loading, no writable_schema tricks, no file
   // changes even through a path the authorizer might miss.
@@ -299,7 +405,20 @@ std::string TraceFile::incomplete_warning() const {
     std::string who = writer_pid_ > 0 ? " (pid " + std::to_string(writer_pid_) + ")" : "";
     return path_ + " is still being recorded by gpuwhy trace" + who + "; so far " + committed;
   }
-  return path_ + " is incomplete: the agent was killed; " + committed;
+  if (status_ == "stopped") return path_ + " is incomplete: " + stop_reason() + "; " + committed;
+  return path_ + " is incomplete: the agent was killed (the rows it still held, up to about a "
+                 "second per thread, are missing); " + committed;
+}
+
+std::string TraceFile::stop_reason() const {
+  if (status_ != "stopped") return {};
+  if (stop_cause_ == "disk_full") return "recording stopped early because the disk was full";
+  if (stop_cause_ == "io_error") return "recording stopped early on a write error";
+  if (stop_cause_ == "file_replaced")
+    return "recording stopped early because the file was removed or replaced";
+  if (stop_cause_ == "interrupted")
+    return "recording was interrupted twice; events in flight were dropped";
+  return "recording stopped early";
 }
 
 }  // namespace gpuwhy::store

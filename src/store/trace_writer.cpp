@@ -19,6 +19,7 @@
 #include "store/embedded_sql.hpp"
 #include "store/event_tables.hpp"
 #include "store/lookup_tables.hpp"
+#include "store/owned_files.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 #include "store/writer_lock.hpp"
@@ -26,34 +27,13 @@
 namespace gpuwhy::store {
 namespace {
 
-// The SQLite files that belong to a database path, moved and removed together: a -wal left next
-// to a different database would be replayed into it.
-constexpr const char* kSuffixes[] = {"", "-wal", "-shm", "-journal"};
-
-bool exists(const std::string& p) {
-  struct stat st {};
-  return lstat(p.c_str(), &st) == 0;
-}
-
-// A previous trace at `path` becomes `path.old`; stale side files of a missing one are removed.
-Status make_room(const std::string& path) {
-  const std::string old = path + ".old";
-  if (exists(path)) {
-    for (const char* sfx : kSuffixes) {
-      if (unlink((old + sfx).c_str()) != 0 && errno != ENOENT)
-        return errno_error("cannot remove " + old + sfx, errno, "remove it and try again");
-    }
-    for (const char* sfx : kSuffixes) {
-      if (rename((path + sfx).c_str(), (old + sfx).c_str()) != 0 && errno != ENOENT)
-        return errno_error("cannot move the previous trace " + path + sfx + " to " + old + sfx,
-                           errno, "choose another --out");
-    }
-    return {};
-  }
-  for (const char* sfx : kSuffixes) {
-    if (*sfx && unlink((path + sfx).c_str()) != 0 && errno != ENOENT)
-      return errno_error("cannot remove the stale " + path + sfx, errno, "remove it by hand");
-  }
+// The trace file is made here (O_EXCL, never through a symlink, 0600, owned by the invoking
+// user) rather than by SQLite (which follows links and uses 0644). SQLite gives the -wal, -shm
+// and -journal it creates later the database file's mode and, as root, its owner.
+Status create_trace_file(const std::string& path) {
+  auto fd = create_private_file(path, "the trace file");
+  if (!fd) return fd.error();
+  close(*fd);
   return {};
 }
 
@@ -90,6 +70,9 @@ struct TraceWriter::Impl {
   Stmt loss_clear, loss_insert, count_clear, count_insert;
   std::atomic<uint64_t> failed_events = 0;  // rows and events lost to failed transactions
   bool finished = false;
+  int last_failure = SQLITE_OK;  // extended code of the last failed transaction
+  dev_t dev = 0;                 // the file being written, to notice it removed or replaced
+  ino_t ino = 0;
 };
 
 TraceWriter::TraceWriter(std::string path, std::unique_ptr<Impl> impl)
@@ -98,14 +81,25 @@ TraceWriter::~TraceWriter() = default;
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
                                                          const SessionInfo& s) {
+  if (auto st = check_trace_path(path); !st) return st.error();
   auto impl = std::make_unique<Impl>();
   auto lock = WriterLock::acquire(path);
   if (!lock) return lock.error();
   impl->lock.emplace(std::move(lock.value()));
-  if (auto st = make_room(path); !st) return st.error();
+  auto backup = keep_numbered_backup(path);
+  if (!backup) return backup.error();
+  if (!backup->empty()) spdlog::info("kept the previous trace as {}", *backup);
+  if (auto st = create_trace_file(path); !st) return st.error();
+  {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) impl->dev = st.st_dev, impl->ino = st.st_ino;
+  }
+  // Room to mark the file 'stopped' should the disk fill up (stop_early).
+  constexpr long kReserveBytes = 4l << 20;
+  (void)impl->lock->reserve(kReserveBytes);
 
   if (sqlite3_open_v2(path.c_str(), &impl->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK)
     return Error{"cannot create the trace file " + path + ": " + sqlite3_errmsg(impl->db),
                  "check that the directory exists and is writable"};
@@ -241,6 +235,7 @@ Status TraceWriter::transaction(Fn body, std::span<const Event> events) {
     return {};
   }
   const Error err{"writing " + path_ + ": " + st.error().what, st.error().hint};
+  m.last_failure = sqlite3_extended_errcode(m.db);
   m.rollback.run();
   m.strings->rollback();
   m.strings->clear_failure();
@@ -535,6 +530,58 @@ Status TraceWriter::set_counts(std::span<const LossCount> losses,
   Error e = sqlite_error(m.db, "writing losses and event_counts");
   m.rollback.run();
   return e;
+}
+
+std::string TraceWriter::storage_failure() const {
+  const Impl& m = *impl_;
+  struct stat st {};
+  if (stat(path_.c_str(), &st) != 0 || st.st_dev != m.dev || st.st_ino != m.ino)
+    return "file_replaced";
+  switch (m.last_failure & 0xff) {
+    case SQLITE_FULL:
+      return "disk_full";
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:  // SQLITE_READONLY_DBMOVED: the file was moved under SQLite
+    case SQLITE_CORRUPT:
+      return "io_error";
+    default:
+      return {};
+  }
+}
+
+Status TraceWriter::stop_early(int64_t end_ns, std::string_view cause, uint64_t lost) {
+  Impl& m = *impl_;
+  if (m.finished) return {};
+  m.checkpointer.reset();
+  m.lock->release_reserve();
+  sqlite3* db = m.db;
+  auto mark = [&]() -> Status {
+    auto upd = Stmt::prepare(db,
+                             "UPDATE session SET status = 'stopped', end_ns = ? WHERE id = 1; ",
+                             "stopping " + path_);
+    if (!upd) return upd.error();
+    upd->i64(1, end_ns);
+    if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
+    auto loss = Stmt::prepare(db,
+                              "INSERT INTO losses(source, cause, count) VALUES ('store', ?, ?) "
+                              "ON CONFLICT(source, cause) DO UPDATE SET count = excluded.count",
+                              "stopping " + path_);
+    if (!loss) return loss.error();
+    loss->text(1, cause);
+    loss->u64(2, lost);
+    if (loss->run() != SQLITE_DONE) return sqlite_error(db, "writing losses");
+    return {};
+  };
+  // The open chunks and the mark together if they fit; else the mark alone (their rows are
+  // counted as lost by the failed transaction).
+  Status st = transaction([&]() -> Status {
+    if (Status f = m.tables->flush(INT64_MAX); !f) return f;
+    return mark();
+  }, {});
+  if (!st) st = transaction(mark, {});
+  m.finished = true;
+  return st;
 }
 
 uint64_t TraceWriter::lost_rows() const { return impl_->failed_events.load(); }

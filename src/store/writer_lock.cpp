@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+
+#include "store/owned_files.hpp"
 
 namespace gpuwhy::store {
 namespace {
@@ -38,10 +41,25 @@ Result<WriterLock> WriterLock::acquire(const std::string& db_path) {
   // A reader probing the lock holds it shared for a few microseconds, and a writer that is
   // ending unlinks the sidecar under us: retry briefly before calling the file busy.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-      return errno_error("cannot create the lock file " + path, errno,
+    // Never through a symlink, and never a file that is not ours to truncate: a link or hard
+    // link planted in the directory must not make root overwrite its target.
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ELOOP)
+        return Error{"the lock file " + path + " is a symbolic link",
+                     "remove it (a trace never creates one) and try again"};
+      return errno_error("cannot create the lock file " + path, err,
                          "check that the directory of the trace file is writable");
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+      close(fd);
+      return Error{"the lock file " + path + " is not a plain file of its own (a device, FIFO or "
+                   "hard link)",
+                   "remove it (a trace never creates one) and try again"};
+    }
+    (void)give_to_invoking_user(fd);
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
       if (!same_file(fd, path)) {  // the previous owner removed it after we opened it
         close(fd);
@@ -74,7 +92,8 @@ Result<WriterLock> WriterLock::acquire(const std::string& db_path) {
 
 pid_t WriterLock::holder(const std::string& db_path) {
   const std::string path = lock_path_for(db_path);
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO planted at the sidecar's path must not hang a reader.
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return 0;  // never locked here, or a copied file without its sidecar
   pid_t pid = 0;
   if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
@@ -85,6 +104,15 @@ pid_t WriterLock::holder(const std::string& db_path) {
   }
   close(fd);
   return pid;
+}
+
+bool WriterLock::reserve(long bytes) { return fd_ >= 0 && fallocate(fd_, 0, 0, bytes) == 0; }
+
+void WriterLock::release_reserve() {
+  if (fd_ < 0) return;
+  char buf[32] = {};
+  const ssize_t n = pread(fd_, buf, sizeof buf - 1, 0);
+  if (ftruncate(fd_, 0) == 0 && n > 0) (void)pwrite(fd_, buf, strnlen(buf, sizeof buf), 0);
 }
 
 WriterLock::~WriterLock() {

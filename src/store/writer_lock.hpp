@@ -31,6 +31,11 @@ class WriterLock {
   WriterLock(const WriterLock&) = delete;
   ~WriterLock();  // removes the sidecar, then releases the lock
 
+  // Space set aside in the sidecar (fallocate) so that a writer whose disk fills up can still
+  // mark its file as stopped: release_reserve() gives it back. Best effort (false: no reserve).
+  bool reserve(long bytes);
+  void release_reserve();
+
  private:
   WriterLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   std::string path_;

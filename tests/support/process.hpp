@@ -58,6 +58,7 @@ class Agent {
   int stop() { return child_.stop(SIGINT_VALUE); }
   int stop_with(int sig) { return child_.stop(sig); }
   int kill9() { return child_.stop(9); }
+  int wait(int timeout_s = 60) { return child_.wait(timeout_s); }  // for an agent that ends itself
   std::string stderr_text() const { return child_.stderr_text(); }
   pid_t pid() const { return child_.pid(); }
 

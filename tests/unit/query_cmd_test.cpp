@@ -167,7 +167,8 @@ TEST_F(QueryCmd, IncompleteTraceWarnsOnceOnStderr) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "n\r\n" + std::to_string(store::kChunkRows) + "\r\n");
   EXPECT_EQ(r.err, "gpuwhy: warning: " + path +
-                       " is incomplete: the agent was killed; 1 batch up to 2023-11-14 22:13:20 "
+                       " is incomplete: the agent was killed (the rows it still held, up to about a second "
+                   "per thread, are missing); 1 batch up to 2023-11-14 22:13:20 "
                        "UTC was committed\n");
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The trace file's life: one writer at a time, rotation to .old, finish() to one complete file,
+// The trace file's life: one writer at a time, numbered backups (.1, .2, ...), finish() to one complete file,
 // a SIGKILLed writer (its written chunks readable), and TraceFile::open's one clear error per kind
 // of bad file.
 #include <gtest/gtest.h>
@@ -133,7 +133,7 @@ TEST(StoreOpen, SecondWriterIsRefusedWhileTheFirstLives) {
                                        std::to_string(getpid()) +
                                        "); choose another --out or stop that trace");
   // The refused writer touched nothing: the first one's file and batch are intact.
-  EXPECT_FALSE(exists(path + ".old"));
+  EXPECT_FALSE(exists(path + ".1"));
   ASSERT_TRUE(first->write_batch(full_chunk(kStart + 1000, 10, 12)).ok());
   {
     auto f = open_trace(path);
@@ -148,10 +148,10 @@ TEST(StoreOpen, SecondWriterIsRefusedWhileTheFirstLives) {
   EXPECT_FALSE(exists(path + ".lock"));
   auto third = store::TraceWriter::create(path, session_info());
   ASSERT_TRUE(third.ok()) << third.error().line();
-  EXPECT_TRUE(exists(path + ".old"));
+  EXPECT_TRUE(exists(path + ".1"));
 }
 
-TEST(StoreOpen, PreviousTraceIsRenamedToOldWithItsWal) {
+TEST(StoreOpen, PreviousTraceIsKeptAsNumberedBackupWithItsWal) {
   TempDir dir;
   const std::string path = dir.file("t.db");
   // A killed trace leaves path, path-wal and path-shm behind (simulated by a child below); here
@@ -160,12 +160,13 @@ TEST(StoreOpen, PreviousTraceIsRenamedToOldWithItsWal) {
     auto w = make_writer(path);
     ASSERT_TRUE(w->write_batch(full_chunk(kStart, 10, 11)).ok());
   }
-  write_file(path + ".old-wal", "stale wal of an older .old");
+  // A stray side file of a .1 makes that number taken: nothing is ever deleted or replaced.
+  write_file(path + ".1-wal", "stale wal of an older backup");
   auto w = make_writer(path);
   ASSERT_TRUE(w);
-  EXPECT_FALSE(exists(path + ".old-wal") &&
-               slurp(path + ".old-wal") == "stale wal of an older .old");
-  auto old = open_trace(path + ".old");
+  EXPECT_EQ(slurp(path + ".1-wal"), "stale wal of an older backup");
+  EXPECT_FALSE(exists(path + ".1"));
+  auto old = open_trace(path + ".2");
   ASSERT_TRUE(old);
   EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), std::to_string(store::kChunkRows));
   auto now = open_trace(path);
@@ -268,7 +269,8 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
   EXPECT_EQ(f->session().batches, 3);
   EXPECT_EQ(f->incomplete_warning(),
             path +
-                " is incomplete: the agent was killed; 3 batches up to 2023-11-14 22:13:20 UTC "
+                " is incomplete: the agent was killed (the rows it still held, up to about a "
+                "second per thread, are missing); 3 batches up to 2023-11-14 22:13:20 UTC "
                 "were committed");
 
   // Copies: with the -wal the data is there; the database file alone holds no trace yet (all of
@@ -287,10 +289,10 @@ TEST(StoreOpen, KilledWriterLeavesEveryCommittedBatchReadable) {
                 "a running or killed trace, copy its -wal file too");
   EXPECT_FALSE(exists(alone.file("t.db-wal")));  // reading it created nothing
 
-  // The next trace at the same path takes over: the killed one becomes .old, -wal included.
+  // The next trace at the same path takes over: the killed one becomes .1, -wal included.
   auto w = make_writer(path);
   ASSERT_TRUE(w);
-  auto old = open_trace(path + ".old");
+  auto old = open_trace(path + ".1");
   ASSERT_TRUE(old);
   EXPECT_EQ(scalar(*old, "SELECT count(*) FROM api_calls"), written);
 }

@@ -156,8 +156,10 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
                                    "AND state = '") + (syscalls ? "on" : "off") + "'"),
             1);
   // sched, proc, block_io, tcp, reclaim, cpu_samples, how the API probes were attached
-  // (api_uprobes) and the dynamic linker's hook (rtld_hook); syscalls when asked for.
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"), syscalls ? 9 : 8);
+  // (api_uprobes), the dynamic linker's hook (rtld_hook) and Python stacks (python_stacks);
+  // syscalls when asked for.
+  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"),
+            syscalls ? 10 : 9);
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
                        "detail LIKE 'uprobe_multi%'"),
             1);

@@ -6,35 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "query_cli.hpp"
 #include "store_fixture.hpp"
 
 namespace gpuwhy {
 namespace {
 
 using namespace gpuwhy::testing;
-
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult run_query_cli(std::vector<std::string> args) {
-  CLI::App app{"test"};
-  cli::Runner run;
-  cli::add_query_command(app, run);
-  args.insert(args.begin(), {"gpuwhy", "query"});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  CliResult r;
-  if (!run) return r;
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  r.code = run();
-  r.out = ::testing::internal::GetCapturedStdout();
-  r.err = ::testing::internal::GetCapturedStderr();
-  return r;
-}
 
 class QueryCmd : public ::testing::Test {
  protected:

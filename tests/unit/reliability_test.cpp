@@ -19,6 +19,7 @@
 #include "store/owned_files.hpp"
 #include "store/redact.hpp"
 #include "store/writer_lock.hpp"
+#include "query_cli.hpp"
 #include "store_fixture.hpp"
 
 namespace gpuwhy {
@@ -243,29 +244,6 @@ TEST(Readers, FifoIsRefusedWithoutHanging) {
   auto f = store::TraceFile::open(dir.file("t.db"));
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().line().find("not a regular file"), std::string::npos) << f.error().line();
-}
-
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult run_query_cli(std::vector<std::string> args) {
-  CLI::App app{"test"};
-  cli::Runner run;
-  cli::add_query_command(app, run);
-  args.insert(args.begin(), {"gpuwhy", "query"});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  CliResult r;
-  if (!run) return r;
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  r.code = run();
-  r.out = ::testing::internal::GetCapturedStdout();
-  r.err = ::testing::internal::GetCapturedStderr();
-  return r;
 }
 
 class QueryLimits : public ::testing::Test {

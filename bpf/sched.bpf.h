@@ -146,9 +146,103 @@ int BPF_PROG(gw_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
+/*
+ * Interrupt context per CPU. A wake-up from a timer expiry (a timed-out futex, nanosleep, a poll
+ * timeout), a softirq (a network receive, a timer-wheel timeout) or a device interrupt (a block
+ * I/O completion) runs in whatever task the interrupt found on the CPU: naming that task as the
+ * waker blamed a busy neighbour for a thread's own timeout. While a CPU is inside such a handler,
+ * the waker is recorded as the kernel (pid 0) under the handler's name. Depth counts nesting; an
+ * exit seen without its entry (attached mid-handler) is ignored. (The preempt count would say the
+ * same without these hooks, but its per-CPU symbol is not resolvable on every kernel.)
+ */
+enum gw_irq_kind { GW_IRQ_TIMER = 1, GW_IRQ_SOFT = 2, GW_IRQ_HARD = 3 };
+
+struct gw_irq_state {
+	__u32 depth;
+	__u32 kind; /* the innermost handler's gw_irq_kind */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gw_irq_state);
+} gw_irq_ctx SEC(".maps");
+
+static __always_inline void gw_irq_enter(__u32 kind)
+{
+	__u32 zero = 0;
+	struct gw_irq_state *s = bpf_map_lookup_elem(&gw_irq_ctx, &zero);
+
+	if (!s)
+		return;
+	s->depth++;
+	s->kind = kind;
+}
+
+static __always_inline void gw_irq_leave(void)
+{
+	__u32 zero = 0;
+	struct gw_irq_state *s = bpf_map_lookup_elem(&gw_irq_ctx, &zero);
+
+	if (s && s->depth)
+		s->depth--;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(gw_hrtimer_entry, struct hrtimer *t, ktime_t *now)
+{
+	gw_irq_enter(GW_IRQ_TIMER);
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(gw_hrtimer_exit, struct hrtimer *t)
+{
+	gw_irq_leave();
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(gw_softirq_entry, unsigned int vec)
+{
+	gw_irq_enter(GW_IRQ_SOFT);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(gw_softirq_exit, unsigned int vec)
+{
+	gw_irq_leave();
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(gw_hardirq_entry, int irq, struct irqaction *action)
+{
+	gw_irq_enter(GW_IRQ_HARD);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(gw_hardirq_exit, int irq, struct irqaction *action, int ret)
+{
+	gw_irq_leave();
+	return 0;
+}
+
+/* The interrupt handler the CPU is in, 0 when none. */
+static __always_inline __u32 gw_irq_kind_now(void)
+{
+	__u32 zero = 0;
+	struct gw_irq_state *s = bpf_map_lookup_elem(&gw_irq_ctx, &zero);
+
+	return s && s->depth ? s->kind : 0;
+}
+
 static __always_inline void gw_note_wakeup(struct task_struct *p)
 {
-	__u32 tid;
+	__u32 tid, irq;
 	struct gw_offcpu_open *o;
 	__u64 waker;
 
@@ -158,8 +252,22 @@ static __always_inline void gw_note_wakeup(struct task_struct *p)
 	o = bpf_map_lookup_elem(&gw_offcpu_open, &tid);
 	if (!o || o->wake_ts)
 		return;
-	waker = bpf_get_current_pid_tgid();
 	o->wake_ts = bpf_ktime_get_ns();
+	irq = gw_irq_kind_now();
+	if (irq) {
+		/* The kernel woke it; "irq/" names read as kernel tasks in user space. */
+		o->waker_pid = 0;
+		o->waker_tid = 0;
+		__builtin_memset(o->waker_comm, 0, GW_COMM_LEN);
+		if (irq == GW_IRQ_TIMER)
+			__builtin_memcpy(o->waker_comm, "irq/timer", 10);
+		else if (irq == GW_IRQ_SOFT)
+			__builtin_memcpy(o->waker_comm, "irq/softirq", 12);
+		else
+			__builtin_memcpy(o->waker_comm, "irq/device", 11);
+		return;
+	}
+	waker = bpf_get_current_pid_tgid();
 	o->waker_pid = waker >> 32;
 	o->waker_tid = (__u32)waker;
 	bpf_get_current_comm(o->waker_comm, sizeof(o->waker_comm));

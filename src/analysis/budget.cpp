@@ -76,36 +76,59 @@ SyscallKinds syscall_kinds(const TraceRows& rows) {
 // A disjoint, sorted list of [s, e) pieces of one kind of thing, walked forward once.
 struct Piece {
   int64_t s = 0, e = 0;
-  uint32_t idx = 0;       // a row of the table the piece comes from
-  bool runnable = false;  // off-CPU pieces: runnable (true) or asleep
+  uint32_t idx = 0;                   // a row of the table the piece comes from
+  bool runnable = false;              // off-CPU pieces: runnable (true) or asleep
+  Bucket call = Bucket::ApiOverhead;  // call pieces: the bucket the call's own time goes to
+};
+
+// Walks a piece list forward. The sweep asks every list at every elementary interval, so a
+// list remembers the piece covering the last time asked and its next boundary: until the
+// sweep reaches that boundary, asking again is one comparison.
+struct Pieces {
+  std::vector<Piece> idle, off, sys, rec;
 };
 
 class Cursor {
  public:
   explicit Cursor(const std::vector<Piece>& v) : v_(v) {}
-  // The piece covering t, if any. t never goes back.
-  const Piece* at(int64_t t) {
+  // Moves to t (t never goes back).
+  void seek(int64_t t) {
+    if (t < bound_) return;
     while (i_ < v_.size() && v_[i_].e <= t) ++i_;
-    return i_ < v_.size() && v_[i_].s <= t ? &v_[i_] : nullptr;
+    if (i_ == v_.size()) {
+      cur_ = nullptr;
+      bound_ = kNever;
+    } else if (v_[i_].s > t) {
+      cur_ = nullptr;
+      bound_ = v_[i_].s;
+    } else {
+      cur_ = &v_[i_];
+      bound_ = v_[i_].e;
+    }
   }
-  // The first boundary after t (a start or an end); kNever when none.
-  int64_t next(int64_t t) {
-    while (i_ < v_.size() && v_[i_].e <= t) ++i_;
-    if (i_ == v_.size()) return kNever;
-    return v_[i_].s > t ? v_[i_].s : v_[i_].e;
+  // The piece covering the time last sought, if any.
+  const Piece* cur() const { return cur_; }
+  // The first boundary (a start or an end) after the time last sought; kNever when none.
+  int64_t bound() const { return bound_; }
+  const Piece* at(int64_t t) {
+    seek(t);
+    return cur_;
   }
 
  private:
   const std::vector<Piece>& v_;
   size_t i_ = 0;
+  const Piece* cur_ = nullptr;
+  int64_t bound_ = std::numeric_limits<int64_t>::min();
 };
 
 // Rows of one thread from a (tid, ts)-sorted table, clipped to [from, to), as pieces. Rows of
 // one thread in these tables never overlap; a stray overlap is cut so pieces stay disjoint.
 template <class Row>
-std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from,
-                             int64_t to) {
-  std::vector<Piece> out;
+void pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from, int64_t to,
+               std::vector<Piece>& out) {
+  out.clear();
+  out.reserve(r.second - r.first);
   int64_t last_end = from;
   for (size_t k = r.first; k < r.second; ++k) {
     const int64_t s = std::max({v[k].ts, from, last_end});
@@ -114,14 +137,14 @@ std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t
     out.push_back({s, e, static_cast<uint32_t>(k)});
     last_end = e;
   }
-  return out;
 }
 
 // Off-CPU rows as an asleep piece and a runnable piece (the run-queue tail, or all of a
 // preemption).
-std::vector<Piece> offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from,
-                                 int64_t to) {
-  std::vector<Piece> out;
+void offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from, int64_t to,
+                   std::vector<Piece>& out) {
+  out.clear();
+  out.reserve(2 * (r.second - r.first));
   int64_t last_end = from;
   for (size_t k = r.first; k < r.second; ++k) {
     const OffCpuRow& o = rows.offcpu[k];
@@ -137,36 +160,6 @@ std::vector<Piece> offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t
     add(o.ts, woken, false);
     add(woken, o.end(), true);
   }
-  return out;
-}
-
-// The thread's outermost calls (a runtime call's own driver call is inside it), and the times
-// it had no GPU work queued: from the end of a call that drained its queue to the start of the
-// next call that queued work.
-void call_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
-                 std::vector<Piece>& calls, std::vector<Piece>& idle) {
-  int64_t last_end = t.first_ns;
-  int64_t idle_from = -1;
-  for (size_t i = t.call_begin; i < t.call_end; ++i) {
-    if (j.nested[i]) continue;
-    const CallRow& c = rows.calls[i];
-    const ApiMeta& m = rows.api(c.api);
-    if (idle_from >= 0 && enqueues_work(m)) {
-      if (c.ts > idle_from) idle.push_back({idle_from, std::min(c.ts, t.last_ns), 0});
-      idle_from = -1;
-    }
-    const int64_t s = std::max(c.ts, last_end);
-    const int64_t e = std::min(c.end(), t.last_ns);
-    if (e > s) {
-      calls.push_back({s, e, static_cast<uint32_t>(i)});
-      last_end = e;
-    }
-    if (drains_queue(m) && idle_from < 0) idle_from = c.end();
-  }
-  if (idle_from >= 0 && idle_from < t.last_ns) idle.push_back({idle_from, t.last_ns, 0});
-  // A drain that ended inside a later call (overlapping calls) could leave pieces out of order.
-  idle.erase(std::remove_if(idle.begin(), idle.end(), [](const Piece& p) { return p.e <= p.s; }),
-             idle.end());
 }
 
 Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_bytes) {
@@ -186,6 +179,94 @@ Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_
   return drains_queue(m) ? Bucket::GpuWait : Bucket::ApiOverhead;
 }
 
+// The thread's outermost calls (a runtime call's own driver call is inside it) as pieces,
+// made one at a time as the sweep asks: a busy thread has millions, and writing them all out
+// first cost more than the sweep (the same interface as Cursor).
+class CallCursor {
+ public:
+  CallCursor(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+             uint64_t small_copy_bytes)
+      : rows_(rows),
+        j_(j),
+        i_(t.call_begin),
+        end_(t.call_end),
+        last_ns_(t.last_ns),
+        last_end_(t.first_ns),
+        small_copy_(small_copy_bytes) {
+    advance();
+  }
+  void seek(int64_t t) {
+    if (t < bound_) return;
+    while (have_ && p_.e <= t) advance();
+    if (!have_) {
+      cur_ = nullptr;
+      bound_ = kNever;
+    } else if (p_.s > t) {
+      cur_ = nullptr;
+      bound_ = p_.s;
+    } else {
+      cur_ = &p_;
+      bound_ = p_.e;
+    }
+  }
+  const Piece* cur() const { return cur_; }
+  int64_t bound() const { return bound_; }
+  const Piece* at(int64_t t) {
+    seek(t);
+    return cur_;
+  }
+
+ private:
+  // The next outermost call with time of its own, clipped to the span and to the previous one.
+  void advance() {
+    while (i_ < end_) {
+      const size_t i = i_++;
+      if (j_.nested[i]) continue;
+      const CallRow& c = rows_.calls[i];
+      const int64_t s = std::max(c.ts, last_end_);
+      const int64_t e = std::min(c.end(), last_ns_);
+      if (e <= s) continue;
+      p_ = {s, e, static_cast<uint32_t>(i), false, call_bucket(rows_, c, small_copy_)};
+      last_end_ = e;
+      have_ = true;
+      return;
+    }
+    have_ = false;
+  }
+
+  const TraceRows& rows_;
+  const Joins& j_;
+  size_t i_, end_;
+  int64_t last_ns_, last_end_;
+  uint64_t small_copy_;
+  Piece p_;
+  bool have_ = false;
+  const Piece* cur_ = nullptr;
+  int64_t bound_ = std::numeric_limits<int64_t>::min();
+};
+
+// The times the thread had no GPU work queued: from the end of a call that drained its queue
+// to the start of the next call that queued work.
+void idle_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+                 std::vector<Piece>& idle) {
+  idle.clear();
+  int64_t idle_from = -1;
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    if (j.nested[i]) continue;
+    const CallRow& c = rows.calls[i];
+    const ApiMeta& m = rows.api(c.api);
+    if (idle_from >= 0 && enqueues_work(m)) {
+      if (c.ts > idle_from) idle.push_back({idle_from, std::min(c.ts, t.last_ns), 0});
+      idle_from = -1;
+    }
+    if (drains_queue(m) && idle_from < 0) idle_from = c.end();
+  }
+  if (idle_from >= 0 && idle_from < t.last_ns) idle.push_back({idle_from, t.last_ns, 0});
+  // A drain that ended inside a later call (overlapping calls) could leave pieces out of order.
+  idle.erase(std::remove_if(idle.begin(), idle.end(), [](const Piece& p) { return p.e <= p.s; }),
+             idle.end());
+}
+
 // Adds ns to a task in a bucket's list.
 struct TaskTally {
   std::unordered_map<uint64_t, size_t> index;
@@ -203,13 +284,15 @@ struct TaskTally {
 class ThreadBudgeter {
  public:
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
-                 const std::unordered_set<uint32_t>& gpu_tids, const CpuHolders& holders,
+                 const std::unordered_set<uint32_t>& gpu_tids,
+                 const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
                  uint64_t small_copy_bytes)
       : rows_(rows),
         holders_(holders),
         j_(j),
         kinds_(kinds),
         gpu_tids_(gpu_tids),
+        user_comms_(user_comms),
         small_copy_(small_copy_bytes),
         // Off-CPU rows say which syscall a sleep began in since ABI 3 (0: a hand-built trace).
         syscall_known_(rows.session.abi_version == 0 || rows.session.abi_version >= 3) {}
@@ -222,35 +305,57 @@ class ThreadBudgeter {
     b.last_ns = t.last_ns;
     own_pid_ = t.pid;
     own_tid_ = t.tid;
-    std::vector<Piece> calls, idle;
-    call_pieces(rows_, j_, t, calls, idle);
-    const std::vector<Piece> off =
-        offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns);
-    const std::vector<Piece> sys =
-        pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns);
-    const std::vector<Piece> rec =
-        pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
+    // One set of piece buffers per worker thread, reused from one GPU thread to the next: a
+    // busy thread's pieces take hundreds of MB, and fresh pages for each cost more than filling
+    // them.
+    thread_local Pieces buf;
+    std::vector<Piece>&idle = buf.idle, &off = buf.off, &sys = buf.sys, &rec = buf.rec;
+    idle_pieces(rows_, j_, t, idle);
+    offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns, off);
+    pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns, sys);
+    pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns, rec);
     runq_guess(Joins::range(j_.offcpu, t.tid));
 
-    Cursor cc(calls), ic(idle), oc(off), sc(sys), rc(rec);
+    CallCursor cc(rows_, j_, t, small_copy_);
+    Cursor ic(idle), oc(off), sc(sys), rc(rec);
     uint32_t last_off = UINT32_MAX;
     for (int64_t at = t.first_ns; at < t.last_ns;) {
-      const Piece* call = cc.at(at);
-      const Piece* gap = ic.at(at);
-      const Piece* o = oc.at(at);
-      const Piece* s = sc.at(at);
-      const Piece* r = rc.at(at);
-      const int64_t to =
-          std::min({cc.next(at), ic.next(at), oc.next(at), sc.next(at), rc.next(at), t.last_ns});
+      oc.seek(at);
+      sc.seek(at);
+      rc.seek(at);
+      const Piece* o = oc.cur();
+      const int64_t other =
+          std::min(std::min(oc.bound(), sc.bound()), std::min(rc.bound(), t.last_ns));
+      if (!o && !sc.cur() && !rc.cur()) {
+        // On the CPU with no syscall or reclaim (most of a busy thread's time): only its calls
+        // and its GPU-idle gaps divide the time until the next off-CPU, syscall or reclaim
+        // boundary, so walk those two alone.
+        while (at < other) {
+          cc.seek(at);
+          ic.seek(at);
+          const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
+          const Piece* call = cc.cur();
+          const bool gap = ic.cur() != nullptr;
+          const Bucket bk = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
+          b.ns[static_cast<size_t>(bk)] += to - at;
+          if (gap) b.idle_ns[static_cast<size_t>(bk)] += to - at;
+          at = to;
+        }
+        continue;
+      }
+      cc.seek(at);
+      ic.seek(at);
+      const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
       const int64_t ns = to - at;
       const bool fresh = o && o->idx != last_off;
       if (o) last_off = o->idx;
-      const Bucket bk = classify(b, call, o, s, r, ns, fresh, gap != nullptr);
+      const bool gap = ic.cur() != nullptr;
+      const Bucket bk = classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap);
       b.ns[static_cast<size_t>(bk)] += ns;
       if (gap) b.idle_ns[static_cast<size_t>(bk)] += ns;
       at = to;
     }
-    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, calls, idle, off, sys);
+    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, idle, off, sys);
     if (holders_.recorded()) exact_holders(b, off, idle);
     b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
@@ -273,8 +378,7 @@ class ThreadBudgeter {
   // A task that woke the thread and can be blamed: not itself, not the kernel's own.
   bool user_waker(const OffCpuRow& o) const {
     if (o.other_pid == 0 || o.other_tid == own_tid_) return false;
-    const std::string_view comm = rows_.string(o.other_comm);
-    return !comm.empty() && !is_kernel_task(comm);
+    return user_comms_.count(o.other_comm) > 0;
   }
 
   void blame(ThreadBudget& b, Bucket bk, uint32_t pid, uint32_t tid, uint32_t comm, int64_t ns,
@@ -307,7 +411,7 @@ class ThreadBudgeter {
         const bool app =
             o.other_tid != own_tid_ && o.other_pid == own_pid_ && gpu_tids_.count(o.other_tid) > 0;
         if (app) return asleep(b, Bucket::BlockedLock, o, ns, fresh, true);
-        return call_bucket(rows_, rows_.calls[call->idx], small_copy_);
+        return call->call;
       }
       if (rec) return Bucket::Reclaim;
       const bool user = user_waker(o);
@@ -343,7 +447,7 @@ class ThreadBudgeter {
       syscalls_[static_cast<size_t>(bk)][s.nr] += ns;
       return bk;
     }
-    if (call) return call_bucket(rows_, rows_.calls[call->idx], small_copy_);
+    if (call) return call->call;
     return idle ? Bucket::RefillGap : Bucket::HostWork;
   }
 
@@ -351,10 +455,10 @@ class ThreadBudgeter {
   // alone: prepare_rows places only two samples, or a sample beside a sleep) still stands for a
   // sampling period on the CPU in that syscall. Its time moves from the host work it was counted
   // in to I/O or a slow syscall: an estimate, like every sampled figure.
-  void lone_samples(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& calls,
-                    const std::vector<Piece>& idle, const std::vector<Piece>& off,
-                    const std::vector<Piece>& sys) {
-    Cursor cc(calls), ic(idle), oc(off), sc(sys);
+  void lone_samples(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& idle,
+                    const std::vector<Piece>& off, const std::vector<Piece>& sys) {
+    CallCursor cc(rows_, j_, t, small_copy_);
+    Cursor ic(idle), oc(off), sc(sys);
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
     for (size_t k = sb; k < se; ++k) {
       const CpuSampleRow& smp = rows_.cpu_samples[k];
@@ -410,8 +514,8 @@ class ThreadBudgeter {
 
   void move(ThreadBudget& b, size_t from, size_t to, int64_t ns, double idle_frac) {
     ns = std::min(ns, b.ns[from]);
-    const auto idle = std::min(static_cast<int64_t>(static_cast<double>(ns) * idle_frac),
-                               b.idle_ns[from]);
+    const auto idle =
+        std::min(static_cast<int64_t>(static_cast<double>(ns) * idle_frac), b.idle_ns[from]);
     b.ns[from] -= ns;
     b.ns[to] += ns;
     b.idle_ns[from] -= idle;
@@ -479,6 +583,7 @@ class ThreadBudgeter {
   const Joins& j_;
   const SyscallKinds& kinds_;
   const std::unordered_set<uint32_t>& gpu_tids_;
+  const std::unordered_set<uint32_t>& user_comms_;  // strings.id of task names not the kernel's
   uint64_t small_copy_;
   bool syscall_known_;
   uint32_t own_pid_ = 0, own_tid_ = 0;
@@ -585,9 +690,13 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   const CpuHolders holders(rows);
   std::unordered_set<uint32_t> gpu_tids;
   for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
+  // Decided once per name, not per wake-up: the names are few, the wake-ups millions.
+  std::unordered_set<uint32_t> user_comms;
+  for (const auto& [id, comm] : rows.strings)
+    if (!comm.empty() && !is_kernel_task(comm)) user_comms.insert(id);
   std::vector<ThreadBudget> out(joins.threads.size());
   parallel_for(joins.threads.size(), [&](size_t k) {
-    ThreadBudgeter b(rows, joins, kinds, gpu_tids, holders, small_copy_bytes);
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

@@ -40,8 +40,9 @@ class CpuHolders {
   void holders(const OffCpuRow& o, int64_t from, int64_t to, std::vector<HolderTime>& out) const;
 
  private:
-  // Adds the runs of `cpu` over [a, b) to `acc`, and what they leave uncovered as unknown.
-  void add_cpu(uint16_t cpu, int64_t a, int64_t b, std::vector<HolderTime>& acc) const;
+  // Adds the runs of `cpu` over [a, b) to acc[first..], and what they leave uncovered as unknown.
+  void add_cpu(uint16_t cpu, int64_t a, int64_t b, std::vector<HolderTime>& acc,
+               size_t first) const;
 
   const TraceRows& rows_;
   bool recorded_ = false;

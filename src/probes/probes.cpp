@@ -170,6 +170,14 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   };
   auto* pr = &skel_->progs;
   const Entry entries[] = {
+      // Interrupt context first, exits before entries: no entry is seen without its exit, so a
+      // CPU's depth never sticks above zero (sched.bpf.h, gw_irq_ctx).
+      {HostFamily::Sched, pr->gw_hrtimer_exit, true, true},
+      {HostFamily::Sched, pr->gw_softirq_exit, true, true},
+      {HostFamily::Sched, pr->gw_hardirq_exit, true, true},
+      {HostFamily::Sched, pr->gw_hrtimer_entry, true, true},
+      {HostFamily::Sched, pr->gw_softirq_entry, true, true},
+      {HostFamily::Sched, pr->gw_hardirq_entry, true, true},
       {HostFamily::Sched, pr->gw_sched_switch, true, true},
       {HostFamily::Sched, pr->gw_sched_waking, true, true},
       {HostFamily::Sched, pr->gw_sched_wakeup, true, true},

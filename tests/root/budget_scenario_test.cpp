@@ -114,6 +114,26 @@ void check_straggler_host(const TracedRun& r) {
   EXPECT_TRUE(Near(c["share"].get<double>(), (*victim)["gate_share"].get<double>(), 0.10));
 }
 
+// 3b. The same timed waits with a busy process of another job on the trainer's CPU: each wait
+// ends on a timer interrupt that finds the neighbour running, and the neighbour must not be
+// named as what the trainer waited for (no lock or hand-off chain); the idle GPU is still seen.
+void check_timedwait_busy(const TracedRun& r) {
+  const json& w = r.summary;
+  const int64_t tid = trainer_tid(w);
+  ASSERT_NE(w["hog_pid"].get<int64_t>(), 0);
+  for (const char* kind : {"lock_wait", "io_stall"}) {
+    for (const json& c : chains_of(r.report, tid, kind)) {
+      ADD_FAILURE() << kind << " chain for a thread that only waited on timers: " << c.dump();
+    }
+  }
+  for (const json& c : r.report["chains"]) {
+    if (c.contains("culprit") && c["culprit"].contains("pid") && c["kind"] != "cpu_contention") {
+      EXPECT_NE(c["culprit"]["pid"], w["hog_pid"]) << c.dump();
+    }
+  }
+  EXPECT_FALSE(chains_of(r.report, tid, "gpu_idle").empty()) << "no gpu_idle chain";
+}
+
 // 4. Contention and a hidden sync at once: both chains, the contention one blaming the
 // co-runner with the run-queue time the kernel counted.
 void check_contention_sync(const TracedRun& r) {
@@ -198,6 +218,11 @@ INSTANTIATE_TEST_SUITE_P(
                        {"--sleep-kind", "timedwait"},
                        {"gpu_idle"},
                        check_step_sleep},
+        BudgetScenario{"step_timedwait_busy",
+                       "step-sleep",
+                       {"--sleep-kind", "timedwait", "--busy-neighbour", "1"},
+                       {"gpu_idle", "cpu_contention"},
+                       check_timedwait_busy},
         BudgetScenario{
             "straggler_host", "straggler-host", {}, {"nccl_straggler"}, check_straggler_host},
         BudgetScenario{"contention_sync",

@@ -118,8 +118,9 @@ TEST(CpuHolders, NeighbourHoldsTheDispatchThreadsWaitNotTheHelper) {
   EXPECT_EQ(rows->thread_name(helper), "cuda-EvtHandlr");
   // Each traced thread's allowed CPUs, and the host's.
   for (const analysis::ThreadRow& t : rows->threads) {
-    if (t.tid == dispatch || t.tid == helper || t.tid == other)
+    if (t.tid == dispatch || t.tid == helper || t.tid == other) {
       EXPECT_EQ(t.cpus_allowed, 1u) << "thread " << t.tid << " is pinned to one CPU";
+    }
   }
   EXPECT_EQ(rows->session.online_cpus, static_cast<uint32_t>(online));
 }

@@ -39,7 +39,8 @@ constexpr const char* kUsage =
     "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
     "  [--steps N] [--gpu-us N (GPU time per step)] [--wait-file PATH]\n"
     "  loader-pipe: [--loader-ms N (12)] [--batch-kib N (128)]   (steps 120, gpu 4000)\n"
-    "  step-sleep: [--sleep-us N (2000)] [--sleep-kind nanosleep|timedwait]  (steps 150, gpu "
+    "  step-sleep: [--sleep-us N (2000)] [--sleep-kind nanosleep|timedwait] [--busy-neighbour 1]  "
+    "(steps 150, gpu "
     "8000)\n"
     "  straggler-host: [--ranks N (2)] [--host-ms N (3)] [--straggler-ms N (30)]\n"
     "                  [--straggle-rank R (last)] [--grad-mib N (4)]   (steps 50, gpu 4000)\n"
@@ -63,12 +64,13 @@ constexpr Defaults kDefaults[] = {{"loader-pipe", 120, 4000, 0},
                                   {"renamed-corunner", 200, 2000, 3000}};
 
 BudgetSettings parse(int argc, char** argv) {
-  const Args args(argc, argv,
-                  {"scenario",  "steps",       "gpu-us",       "wait-file",     "loader-ms",
-                   "batch-kib", "sleep-us",    "sleep-kind",   "ranks",         "rank",
-                   "nccl-id",   "host-ms",     "straggler-ms", "straggle-rank", "grad-mib",
-                   "cpu",       "hog-threads", "host-us",      "prep-us",       "corunner-name"},
-                  {}, kUsage);
+  const Args args(
+      argc, argv,
+      {"scenario",     "steps",         "gpu-us",        "wait-file", "loader-ms",   "batch-kib",
+       "sleep-us",     "sleep-kind",    "ranks",         "rank",      "nccl-id",     "host-ms",
+       "straggler-ms", "straggle-rank", "grad-mib",      "cpu",       "hog-threads", "host-us",
+       "prep-us",      "corunner-name", "busy-neighbour"},
+      {}, kUsage);
   BudgetSettings s;
   s.scenario = args.str("scenario", "");
   const Defaults* d = nullptr;
@@ -88,6 +90,7 @@ BudgetSettings parse(int argc, char** argv) {
   const std::string kind = args.str("sleep-kind", "nanosleep");
   if (kind != "nanosleep" && kind != "timedwait") args.fail("--sleep-kind: nanosleep|timedwait");
   s.timed_wait = kind == "timedwait";
+  s.busy_neighbour = args.u64("busy-neighbour", 0) != 0;
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 2 || s.ranks > 16) args.fail("--ranks must be 2..16");
   s.rank = static_cast<int>(args.i64("rank", -1));
@@ -228,23 +231,29 @@ int step_sleep(const BudgetSettings& s) {
   std::mutex m;
   std::condition_variable requests;  // never signalled: every wait times out
   uint64_t sleep_ns = 0;
-  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
-    for (uint64_t i = 0; i < s.steps; ++i) {
-      gpu.upload();
-      gpu.forward();
-      gpu.backward();
-      tt.sync_blocked_ns += gpu.sync();
-      const uint64_t z0 = gwsim::now_ns();
-      if (s.timed_wait) {
-        std::unique_lock lk(m);
-        requests.wait_for(lk, std::chrono::nanoseconds(s.sleep_ns));
-      } else {
-        gwsim::sleep_ns(s.sleep_ns);
-      }
-      sleep_ns += gwsim::now_ns() - z0;
-    }
-  });
+  // A busy process of another job on the trainer's CPU: when a wait times out, the timer
+  // interrupt finds it running there (it must not be named as the one who woke the trainer).
+  Hog hog;
+  if (s.busy_neighbour) hog.start(s.cpu, 1);
+  const TrainerTruth t =
+      run_trainer(s, s.busy_neighbour ? s.cpu : -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+        for (uint64_t i = 0; i < s.steps; ++i) {
+          gpu.upload();
+          gpu.forward();
+          gpu.backward();
+          tt.sync_blocked_ns += gpu.sync();
+          const uint64_t z0 = gwsim::now_ns();
+          if (s.timed_wait) {
+            std::unique_lock lk(m);
+            requests.wait_for(lk, std::chrono::nanoseconds(s.sleep_ns));
+          } else {
+            gwsim::sleep_ns(s.sleep_ns);
+          }
+          sleep_ns += gwsim::now_ns() - z0;
+        }
+      });
   print_line(summary(s, t)
+                 .num("hog_pid", s.busy_neighbour ? hog.pid() : 0)
                  .str("sleep_kind", s.timed_wait ? "timedwait" : "nanosleep")
                  .num("sleep_ns", sleep_ns)
                  .real("sleep_share", t.share(sleep_ns)));

@@ -32,17 +32,18 @@ namespace gw {
 struct BudgetSettings {
   std::string scenario;
   uint64_t steps = 0;
-  uint64_t gpu_ns = 0;        // GPU time per step
-  uint64_t host_ns = 0;       // host work per step (what it is depends on the scenario)
-  uint64_t prep_ns = 0;       // contention-sync: host work overlapping the backward pass
-  uint64_t batch_bytes = 0;   // one batch (pipe, upload)
-  uint64_t loader_ns = 0;     // loader-pipe: the loader's CPU time per batch
-  uint64_t sleep_ns = 0;      // step-sleep: the pause after each step
-  bool timed_wait = false;    // step-sleep: a timed condition wait instead of clock_nanosleep
-  int ranks = 2;              // straggler-host
-  int rank = -1;              // set in the rank processes the launcher starts
-  std::string nccl_id;        // hex ncclUniqueId, passed by the launcher
-  uint64_t straggler_ns = 0;  // the straggler's host work per step
+  uint64_t gpu_ns = 0;          // GPU time per step
+  uint64_t host_ns = 0;         // host work per step (what it is depends on the scenario)
+  uint64_t prep_ns = 0;         // contention-sync: host work overlapping the backward pass
+  uint64_t batch_bytes = 0;     // one batch (pipe, upload)
+  uint64_t loader_ns = 0;       // loader-pipe: the loader's CPU time per batch
+  uint64_t sleep_ns = 0;        // step-sleep: the pause after each step
+  bool timed_wait = false;      // step-sleep: a timed condition wait instead of clock_nanosleep
+  bool busy_neighbour = false;  // step-sleep: a busy process of another job on the trainer's CPU
+  int ranks = 2;                // straggler-host
+  int rank = -1;                // set in the rank processes the launcher starts
+  std::string nccl_id;          // hex ncclUniqueId, passed by the launcher
+  uint64_t straggler_ns = 0;    // the straggler's host work per step
   int straggle_rank = -1;
   uint64_t grad_bytes = 0;
   int cpu = 0;  // contention-sync, renamed-corunner: the CPU trainer and co-runner share

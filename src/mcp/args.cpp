@@ -9,9 +9,7 @@
 namespace gpuwhy::mcp {
 namespace {
 
-const char* type_name(const nlohmann::json& v) {
-  return v.is_null() ? "null" : v.type_name();
-}
+const char* type_name(const nlohmann::json& v) { return v.is_null() ? "null" : v.type_name(); }
 
 }  // namespace
 
@@ -103,7 +101,8 @@ nlohmann::json window_properties() {
          "\"30s\", \"5m\", \"2h\". Excludes from/to."}}},
       {"from",
        {{"type", {"string", "number"}}, {"description", std::string("Window start: ") + forms}}},
-      {"to", {{"type", {"string", "number"}}, {"description", std::string("Window end: ") + forms}}},
+      {"to",
+       {{"type", {"string", "number"}}, {"description", std::string("Window end: ") + forms}}},
       {"pid",
        {{"type", "array"},
         {"items", {{"type", "integer"}, {"minimum", 1}}},

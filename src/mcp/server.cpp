@@ -86,8 +86,9 @@ json Server::read_resource_method(const json& params) {
   const std::string uri = string_param(params, "uri");
   auto contents = read_resource(uri);
   if (!contents)
-    throw RpcError{kResourceNotFound,
-                   "no resource '" + uri + "'; the resources are gpuwhy://schema and gpuwhy://views"};
+    throw RpcError{
+        kResourceNotFound,
+        "no resource '" + uri + "'; the resources are gpuwhy://schema and gpuwhy://views"};
   return {{"contents", std::move(*contents)}};
 }
 
@@ -172,9 +173,9 @@ int Server::serve(std::FILE* in, std::FILE* out) {
       case LineReader::Status::End:
         return 0;
       case LineReader::Status::TooLong:
-        answer = encode(make_error(nullptr, kInvalidRequest,
-                                   "message longer than " + std::to_string(kMaxMessageBytes >> 20) +
-                                       " MiB"));
+        answer = encode(
+            make_error(nullptr, kInvalidRequest,
+                       "message longer than " + std::to_string(kMaxMessageBytes >> 20) + " MiB"));
         break;
       case LineReader::Status::Line:
         if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank line

@@ -24,11 +24,11 @@ using json = nlohmann::json;
 // Set by `gpuwhy mcp`'s flags; the same for every call.
 struct ServerOptions {
   std::string db;
-  double query_timeout_s = 60;          // per statement; 0: none (query's --timeout)
-  int64_t query_max_memory_mb = 4096;   // SQLite's heap during a query; 0: none (--max-memory)
-  int64_t default_rows = 200;           // rows a query returns when the call names no max_rows
-  int64_t max_rows = 5000;              // the most a call may ask for
-  size_t max_result_bytes = 4u << 20;   // a result's JSON text is cut (and says so) beyond this
+  double query_timeout_s = 60;         // per statement; 0: none (query's --timeout)
+  int64_t query_max_memory_mb = 4096;  // SQLite's heap during a query; 0: none (--max-memory)
+  int64_t default_rows = 200;          // rows a query returns when the call names no max_rows
+  int64_t max_rows = 5000;             // the most a call may ask for
+  size_t max_result_bytes = 4u << 20;  // a result's JSON text is cut (and says so) beyond this
 };
 
 struct ToolResult {
@@ -36,7 +36,8 @@ struct ToolResult {
   std::string text;  // the JSON result, or the one line of a failure
 };
 
-ToolResult tool_ok(const nlohmann::ordered_json& value);
+// `indent` -1: compact (rows of a query read as well and cost a model far fewer tokens).
+ToolResult tool_ok(const nlohmann::ordered_json& value, int indent = 2);
 ToolResult tool_error(std::string line);
 
 class InvalidArguments : public std::runtime_error {

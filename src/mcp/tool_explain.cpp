@@ -58,8 +58,9 @@ ToolResult run_chain_evidence(const ServerOptions& options, const json& args) {
   const std::optional<int64_t> rank = int_arg(args, "rank", 1, 1000000);
   const std::optional<std::string> kind = string_arg(args, "kind");
   if (rank.has_value() == kind.has_value())
-    throw InvalidArguments("name the chain by 'rank' (1 is the first of the report) or by 'kind' "
-                           "(e.g. \"hidden_sync\"), one of the two");
+    throw InvalidArguments(
+        "name the chain by 'rank' (1 is the first of the report) or by 'kind' "
+        "(e.g. \"hidden_sync\"), one of the two");
   auto report = explain_report(options, args);
   if (!report) return tool_error(report.error().line());
   const ojson& chains = report.value()["chains"];
@@ -75,7 +76,8 @@ ToolResult run_chain_evidence(const ServerOptions& options, const json& args) {
 }
 
 json object_schema(json properties) {
-  return {{"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
+  return {
+      {"type", "object"}, {"properties", std::move(properties)}, {"additionalProperties", false}};
 }
 
 }  // namespace

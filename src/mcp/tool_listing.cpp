@@ -33,8 +33,9 @@ ToolResult listing(const ServerOptions& options, const std::string& sql, int64_t
   const bool truncated = !rows->truncated_by.empty();
   out[key] = std::move(rows->rows);
   out["truncated"] = truncated;
-  if (truncated) out["note"] = "only the first rows (by the order above); raise limit or filter by pid";
-  return tool_ok(out);
+  if (truncated)
+    out["note"] = "only the first rows (by the order above); raise limit or filter by pid";
+  return tool_ok(out, -1);
 }
 
 json limit_schema(int64_t dflt) {
@@ -102,8 +103,7 @@ ToolResult run_top_operations(const ServerOptions& options, const json& args) {
       "sum(r.dur_ns) / sum(r.calls) AS avg_ns, max(r.max_dur_ns) AS max_ns, "
       "sum(r.bytes) AS bytes, count(DISTINCT r.pid) AS processes, count(DISTINCT r.tid) AS "
       "threads FROM api_calls_per_second AS r LEFT JOIN apis AS a ON a.id = r.api WHERE 1" +
-      pid_filter(pids, "r.pid") + " GROUP BY r.api ORDER BY " + order +
-      " DESC, calls DESC, a.name";
+      pid_filter(pids, "r.pid") + " GROUP BY r.api ORDER BY " + order + " DESC, calls DESC, a.name";
   return listing(options, sql, limit, "operations");
 }
 

@@ -21,8 +21,9 @@ ToolResult run_query(const ServerOptions& options, const json& args) {
   check_known(args, {"sql", "max_rows"});
   const std::optional<std::string> sql = string_arg(args, "sql");
   if (!sql || sql->empty())
-    throw InvalidArguments("argument 'sql' is required: one SELECT statement, e.g. "
-                           "\"SELECT * FROM v_losses\"");
+    throw InvalidArguments(
+        "argument 'sql' is required: one SELECT statement, e.g. "
+        "\"SELECT * FROM v_losses\"");
   RowLimits limits;
   limits.max_rows = int_arg(args, "max_rows", 1, options.max_rows).value_or(options.default_rows);
   limits.max_bytes = options.max_result_bytes;
@@ -48,34 +49,33 @@ ToolResult run_query(const ServerOptions& options, const json& args) {
                         " MiB (gpuwhy mcp --max-memory) and was stopped; narrow it or aggregate");
     return tool_error(rows.error().line());
   }
-  return tool_ok(rows_json(std::move(rows.value()), limits));
+  return tool_ok(rows_json(std::move(rows.value()), limits), -1);
 }
 
 }  // namespace
 
 Tool query_tool() {
-  return {
-      "query",
-      "Read-only SQL on the trace",
-      "Runs ONE read-only SQLite statement (SELECT, WITH, read-only PRAGMA) on the trace and "
-      "returns {columns, rows, row_count, truncated}. Tables and columns: resource "
-      "gpuwhy://schema; shipped views answering common questions (v_calls, v_op_totals, "
-      "v_call_offcpu, v_thread_offcpu, v_losses, ...): resource gpuwhy://views. Times are wall "
-      "ns (session.start_ns is the trace start). Event tables are large: filter or aggregate, "
-      "and prefer the per-second rollups (api_calls_per_second, offcpu_per_second) for "
-      "whole-trace totals. Writes, ATTACH and extension loading are refused.",
-      {{"type", "object"},
-       {"properties",
-        {{"sql", {{"type", "string"}, {"description", "One SQL statement"}}},
-         {"max_rows",
-          {{"type", "integer"},
-           {"minimum", 1},
-           {"description",
-            "Return at most this many rows (default 200; the server caps it, 5000 unless "
-            "started otherwise); 'truncated' says when the statement had more"}}}}},
-       {"required", {"sql"}},
-       {"additionalProperties", false}},
-      run_query};
+  return {"query",
+          "Read-only SQL on the trace",
+          "Runs ONE read-only SQLite statement (SELECT, WITH, read-only PRAGMA) on the trace and "
+          "returns {columns, rows, row_count, truncated}. Tables and columns: resource "
+          "gpuwhy://schema; shipped views answering common questions (v_calls, v_op_totals, "
+          "v_call_offcpu, v_thread_offcpu, v_losses, ...): resource gpuwhy://views. Times are wall "
+          "ns (session.start_ns is the trace start). Event tables are large: filter or aggregate, "
+          "and prefer the per-second rollups (api_calls_per_second, offcpu_per_second) for "
+          "whole-trace totals. Writes, ATTACH and extension loading are refused.",
+          {{"type", "object"},
+           {"properties",
+            {{"sql", {{"type", "string"}, {"description", "One SQL statement"}}},
+             {"max_rows",
+              {{"type", "integer"},
+               {"minimum", 1},
+               {"description",
+                "Return at most this many rows (default 200; the server caps it, 5000 unless "
+                "started otherwise); 'truncated' says when the statement had more"}}}}},
+           {"required", {"sql"}},
+           {"additionalProperties", false}},
+          run_query};
 }
 
 }  // namespace gpuwhy::mcp

@@ -6,17 +6,18 @@
 
 namespace gpuwhy::mcp {
 
-ToolResult tool_ok(const nlohmann::ordered_json& value) {
+ToolResult tool_ok(const nlohmann::ordered_json& value, int indent) {
   // Indented as `gpuwhy explain --json` prints it; bytes that are not UTF-8 (task names, paths)
   // are replaced rather than failing the call.
-  return {false, value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
+  return {false, value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
 }
 
 ToolResult tool_error(std::string line) { return {true, std::move(line)}; }
 
 std::span<const Tool> tools() {
-  static const std::vector<Tool> all = {explain_tool(),   chain_evidence_tool(), query_tool(),
-                                        processes_tool(), threads_tool(),        top_operations_tool()};
+  static const std::vector<Tool> all = {explain_tool(), chain_evidence_tool(),
+                                        query_tool(),   processes_tool(),
+                                        threads_tool(), top_operations_tool()};
   return all;
 }
 

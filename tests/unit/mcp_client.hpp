@@ -33,8 +33,8 @@ inline std::string file_text(const std::filesystem::path& p) {
 // its own (ctest may run several test processes at once), removed when the process ends.
 inline const std::string& fixture_trace(const std::string& fixture) {
   struct Dir {
-    std::filesystem::path path = std::filesystem::path(GW_BINARY_DIR) / "mcp_test" /
-                                 std::to_string(getpid());
+    std::filesystem::path path =
+        std::filesystem::path(GW_BINARY_DIR) / "mcp_test" / std::to_string(getpid());
     ~Dir() {
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
@@ -46,7 +46,8 @@ inline const std::string& fixture_trace(const std::string& fixture) {
   std::filesystem::create_directories(dir.path);
   const std::string path = (dir.path / (fixture + ".db")).string();
   const std::string err = analysis::testing::make_trace_db(
-      path, file_text(std::filesystem::path(GW_SOURCE_DIR) / "tests/golden" / fixture / "fixture.sql"));
+      path,
+      file_text(std::filesystem::path(GW_SOURCE_DIR) / "tests/golden" / fixture / "fixture.sql"));
   EXPECT_EQ(err, "") << fixture;
   return made[fixture] = path;
 }
@@ -73,8 +74,8 @@ class McpClient {
 
   json request(const std::string& method, const json& params = json::object()) {
     const int id = ++next_id_;
-    auto r = line(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}
-                      .dump());
+    auto r =
+        line(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump());
     EXPECT_TRUE(r.has_value()) << method << " got no answer";
     if (!r) return json::object();
     EXPECT_EQ((*r)["id"], id);

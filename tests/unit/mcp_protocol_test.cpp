@@ -57,10 +57,11 @@ TEST_F(McpProtocol, ParseErrorHasNullId) {
 }
 
 TEST_F(McpProtocol, MalformedRequestsAreInvalidRequests) {
-  for (const char* bad : {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", R"(42)", R"("ping")",
-                          R"({"id":1,"method":"ping"})", R"({"jsonrpc":"1.0","id":1,"method":"ping"})",
-                          R"({"jsonrpc":"2.0","id":1,"method":7})", R"({"jsonrpc":"2.0","id":1})",
-                          R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})"}) {
+  for (const char* bad :
+       {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", R"(42)", R"("ping")",
+        R"({"id":1,"method":"ping"})", R"({"jsonrpc":"1.0","id":1,"method":"ping"})",
+        R"({"jsonrpc":"2.0","id":1,"method":7})", R"({"jsonrpc":"2.0","id":1})",
+        R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})"}) {
     auto r = client_.line(bad);
     ASSERT_TRUE(r.has_value()) << bad;
     EXPECT_EQ((*r)["error"]["code"], mcp::kInvalidRequest) << bad;
@@ -76,7 +77,8 @@ TEST_F(McpProtocol, UnknownMethodIsMethodNotFoundWithTheRequestsId) {
 }
 
 TEST_F(McpProtocol, NotificationsAndResponsesGetNoAnswer) {
-  EXPECT_EQ(client_.line(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})"),
+  EXPECT_EQ(client_.line(
+                R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}})"),
             std::nullopt);
   EXPECT_EQ(client_.line(R"({"jsonrpc":"2.0","method":"no/such/notification"})"), std::nullopt);
   EXPECT_EQ(client_.line(R"({"jsonrpc":"2.0","id":5,"result":{}})"), std::nullopt);
@@ -94,7 +96,8 @@ TEST_F(McpProtocol, BadParamsAreInvalidParams) {
   EXPECT_EQ(code("tools/call", {{"name", "no_such_tool"}}), mcp::kInvalidParams);
   EXPECT_EQ(code("tools/call", json::array()), mcp::kInvalidParams);
   EXPECT_EQ(code("tools/call", {{"arguments", json::object()}}), mcp::kInvalidParams);
-  EXPECT_EQ(code("tools/call", {{"name", "query"}, {"arguments", "SELECT 1"}}), mcp::kInvalidParams);
+  EXPECT_EQ(code("tools/call", {{"name", "query"}, {"arguments", "SELECT 1"}}),
+            mcp::kInvalidParams);
   EXPECT_EQ(code("resources/read", {{"uri", 5}}), mcp::kInvalidParams);
   EXPECT_EQ(code("resources/read", {{"uri", "gpuwhy://nothing"}}), mcp::kResourceNotFound);
 }
@@ -167,7 +170,8 @@ TEST(McpFraming, ServeAnswersEachRequestLineInOrderUntilTheInputEnds) {
 
 TEST(McpFraming, ServeStopsWhenItsOutputCannotBeWritten) {
   std::FILE* in = std::tmpfile();
-  const std::string text = R"({"jsonrpc":"2.0","id":1,"method":"ping"})" "\n";
+  const std::string text = R"({"jsonrpc":"2.0","id":1,"method":"ping"})"
+                           "\n";
   std::fwrite(text.data(), 1, text.size(), in);
   std::rewind(in);
   std::FILE* out = std::fopen("/dev/full", "w");

@@ -94,9 +94,10 @@ TEST_F(McpTools, ChainEvidenceGivesOneChainOfTheReportByRankOrKind) {
 }
 
 TEST_F(McpTools, QueryReturnsTypedRows) {
-  const json r = client_.ok(
-      "query", {{"sql", "SELECT count(*) AS n, 1.5 AS x, NULL AS z, 'a' AS s, x'00ff' AS b "
-                        "FROM api_calls"}});
+  const json r =
+      client_.ok("query", {{"sql",
+                            "SELECT count(*) AS n, 1.5 AS x, NULL AS z, 'a' AS s, x'00ff' AS b "
+                            "FROM api_calls"}});
   EXPECT_EQ(r["columns"], json::array({"n", "x", "z", "s", "b"}));
   EXPECT_EQ(r["rows"], json::array({json::array({7500, 1.5, nullptr, "a", "X'00FF'"})}));
   EXPECT_EQ(r["row_count"], 1);
@@ -148,20 +149,25 @@ TEST_F(McpTools, QueryFailuresAreOneLineToolErrors) {
 }
 
 TEST_F(McpTools, QueryHasTheTimeoutAndMemoryLimitsOfGpuwhyQuery) {
-  mcp::ServerOptions o = options_for(db_);
-  o.query_timeout_s = 0.2;
-  o.query_max_memory_mb = 8;
-  McpClient limited(o);
-  EXPECT_EQ(limited.failure("query", {{"sql", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT "
-                                              "x + 1 FROM c) SELECT count(*) FROM c"}})
-                .find("the query ran longer than the server's limit of 0.2 s"),
-            0u);
+  mcp::ServerOptions slow = options_for(db_);
+  slow.query_timeout_s = 0.2;
+  McpClient timed(slow);
+  const std::string timeout = timed.failure(
+      "query", {{"sql",
+                 "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT "
+                 "count(*) FROM c"}});
+  EXPECT_EQ(timeout.find("the query ran longer than the server's limit of 0.2 s"), 0u) << timeout;
+
+  mcp::ServerOptions small = options_for(db_);
+  small.query_max_memory_mb = 8;
+  McpClient limited(small);
   const sqlite3_int64 before = sqlite3_hard_heap_limit64(-1);
-  EXPECT_EQ(limited.failure("query", {{"sql", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT "
-                                              "x + 1 FROM c WHERE x < 3000000) SELECT "
-                                              "length(group_concat(x)) FROM c"}})
-                .find("the query needed more than the server's limit of 8 MiB"),
-            0u);
+  // One string of 3 M numbers: about 20 MiB in SQLite's heap.
+  const std::string memory = limited.failure(
+      "query", {{"sql",
+                 "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < "
+                 "3000000) SELECT length(group_concat(x)) FROM c"}});
+  EXPECT_EQ(memory.find("the query needed more than the server's limit of 8 MiB"), 0u) << memory;
   // The cap is SQLite's, process-wide: the next tool is not held to it.
   EXPECT_EQ(sqlite3_hard_heap_limit64(-1), before);
   EXPECT_EQ(limited.ok("explain")["chains"][0]["kind"], "nccl_straggler");
@@ -215,9 +221,8 @@ TEST_F(McpTools, ResourcesAreTheSchemaDocumentAndTheViews) {
   ASSERT_EQ(schema.size(), 1u);
   EXPECT_EQ(schema[0]["mimeType"], "text/markdown");
   EXPECT_EQ(schema[0]["text"], file_text(fs::path(GW_SOURCE_DIR) / "docs/schema.md"));
-  const std::string views =
-      client_.request("resources/read", {{"uri", "gpuwhy://views"}})["result"]["contents"][0]
-          ["text"];
+  const std::string views = client_.request(
+      "resources/read", {{"uri", "gpuwhy://views"}})["result"]["contents"][0]["text"];
   for (const store::ViewInfo& v : store::shipped_views())
     EXPECT_NE(views.find("## " + v.name + "\n"), std::string::npos) << v.name;
 }

@@ -107,7 +107,7 @@ ToolResult run_top_operations(const ServerOptions& options, const json& args) {
   return listing(options, sql, limit, "operations");
 }
 
-json listing_schema(int64_t dflt, json extra = json::object()) {
+json listing_schema(int64_t dflt, const json& extra = json::object()) {
   json props = {{"pid", pid_schema()}, {"limit", limit_schema(dflt)}};
   props.update(extra);
   return {{"type", "object"}, {"properties", props}, {"additionalProperties", false}};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mcp/jsonrpc.hpp"
 
+#include <algorithm>
+
 namespace gpuwhy::mcp {
 
 json make_response(const json& id, json result) {
@@ -13,6 +15,28 @@ json make_error(const json& id, int code, const std::string& message) {
 
 std::string encode(const json& message) {
   return message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+size_t nesting_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 LineReader::Status LineReader::next(std::string& line) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gpuwhy::mcp {
 
@@ -25,6 +26,13 @@ enum ErrorCode : int {
 
 json make_response(const json& id, json result);
 json make_error(const json& id, int code, const std::string& message);
+
+// How deeply arrays and objects nest in a JSON text (brackets inside strings do not count),
+// scanned without parsing: nlohmann::json copies and prints nested values recursively, so a
+// message nested a million deep would overflow the stack once parsed. MCP messages nest a few
+// levels.
+size_t nesting_depth(std::string_view text);
+inline constexpr size_t kMaxNesting = 64;
 
 // One message as its line: compact, bytes that are not UTF-8 replaced (task names and paths
 // come from the traced host and may hold any byte).

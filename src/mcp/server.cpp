@@ -153,15 +153,24 @@ std::optional<json> Server::handle(const json& message) {
 }
 
 std::optional<std::string> Server::handle_line(const std::string& line) {
+  if (nesting_depth(line) > kMaxNesting)
+    return encode(
+        make_error(nullptr, kInvalidRequest,
+                   "message nested deeper than " + std::to_string(kMaxNesting) + " levels"));
   json message;
   try {
     message = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     return encode(make_error(nullptr, kParseError, std::string("parse error: ") + e.what()));
   }
-  auto answer = handle(message);
-  if (!answer) return std::nullopt;
-  return encode(*answer);
+  try {
+    auto answer = handle(message);
+    if (!answer) return std::nullopt;
+    return encode(*answer);
+  } catch (const std::exception& e) {
+    // handle() answers its own failures; this is the last guard that keeps the server serving.
+    return encode(make_error(nullptr, kInternalError, std::string("internal error: ") + e.what()));
+  }
 }
 
 int Server::serve(std::FILE* in, std::FILE* out) {

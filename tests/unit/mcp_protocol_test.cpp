@@ -51,6 +51,10 @@ TEST_F(McpProtocol, ParseErrorHasNullId) {
   const json r = *client_.line("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
   EXPECT_EQ(r["error"]["code"], mcp::kParseError);
   EXPECT_TRUE(r["id"].is_null());
+  // A number out of double's range is the parser's too.
+  const json huge =
+      *client_.line(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e400}})");
+  EXPECT_EQ(huge["error"]["code"], mcp::kParseError);
   // Bytes that are not UTF-8 (echoed in the parser's message) still give a well-formed answer.
   const json bytes = *client_.line("\xff\xfe garbage");
   EXPECT_EQ(bytes["error"]["code"], mcp::kParseError);
@@ -112,6 +116,20 @@ TEST_F(McpProtocol, ArgumentsThatDoNotFitTheSchemaAreInvalidParamsUntil2025_11_2
   McpClient newer(options_for(fixture_trace("hidden_sync")), "2025-11-25");
   const std::string line = newer.failure("query", {{"sql", 42}});
   EXPECT_EQ(line, "query: argument 'sql' must be a string, not number");
+}
+
+TEST_F(McpProtocol, DeeplyNestedMessagesAreRefusedWithoutParsing) {
+  // A million levels would overflow the stack when the value is copied or printed.
+  const size_t deep = 1'000'000;
+  const std::string args = std::string(deep, '[') + std::string(deep, ']');
+  const json r = *client_.line(
+      R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"query","arguments":{"sql":)" +
+      args + "}}}");
+  EXPECT_EQ(r["error"]["code"], mcp::kInvalidRequest);
+  EXPECT_EQ(r["error"]["message"], "message nested deeper than 64 levels");
+  EXPECT_EQ(client_.request("ping")["result"], json::object());
+  EXPECT_EQ(mcp::nesting_depth(R"({"a":[1,{"b":"[[[{{{\"]]"}]})"), 3u);
+  EXPECT_EQ(mcp::nesting_depth(R"("[[[" [ ] {)"), 1u);
 }
 
 TEST(McpFraming, LineReaderSplitsLinesDropsCrAndSkipsLongLines) {

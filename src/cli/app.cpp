@@ -34,13 +34,14 @@ int run_cli(int argc, char** argv) {
   add_explain_command(app, run);
   add_query_command(app, run);
   add_export_command(app, run);
+  add_mcp_command(app, run);
 
   const auto known = [&](const char* name) {
     return !app.get_subcommands([&](const CLI::App* c) { return c->get_name() == name; }).empty();
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return fail(std::string("unknown command '") + argv[1] +
-                    "'; the commands are check, trace, explain, query and export (see 'gpuwhy --help')",
+                    "'; the commands are check, trace, explain, query, export and mcp (see 'gpuwhy --help')",
                 2);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tool registry: every tool gpuwhy's MCP server offers, and what they share.
+#include <vector>
+
+#include "mcp/tool.hpp"
+
+namespace gpuwhy::mcp {
+
+ToolResult tool_ok(const nlohmann::ordered_json& value, int indent) {
+  // Indented as `gpuwhy explain --json` prints it; bytes that are not UTF-8 (task names, paths)
+  // are replaced rather than failing the call.
+  return {false, value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
+}
+
+ToolResult tool_error(std::string line) { return {true, std::move(line)}; }
+
+std::span<const Tool> tools() {
+  static const std::vector<Tool> all = {explain_tool(), chain_evidence_tool(),
+                                        query_tool(),   processes_tool(),
+                                        threads_tool(), top_operations_tool()};
+  return all;
+}
+
+const Tool* find_tool(const std::string& name) {
+  for (const Tool& t : tools())
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+Result<std::unique_ptr<store::TraceFile>> open_trace(const ServerOptions& options) {
+  return store::TraceFile::open(options.db);
+}
+
+}  // namespace gpuwhy::mcp

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MCP server as a real consumer sees it: the official MCP TypeScript SDK client
+// (@modelcontextprotocol/sdk, installed by scripts/install-export-tools) starts `gpuwhy mcp` on a
+// golden fixture trace over stdio and calls its tools (tests/mcp/sdk_client.mjs). The report it
+// gets from explain is `gpuwhy explain --json`'s, byte for byte once parsed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "mcp_client.hpp"
+
+namespace gpuwhy::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ShellRun {
+  int rc = -1;
+  std::string out;
+};
+
+ShellRun sh(const std::string& cmd) {
+  ShellRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string sdk_dir() {
+  const char* d = std::getenv("GPUWHY_TOOLS_DIR");
+  return std::string(d ? d : "/var/cache/gpuwhy-test") + "/mcp";
+}
+
+TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
+  if (sh("command -v node >/dev/null").rc != 0)
+    GTEST_SKIP() << "node not installed (scripts/install-export-tools)";
+  if (!fs::exists(sdk_dir() + "/node_modules/@modelcontextprotocol/sdk"))
+    GTEST_SKIP() << "@modelcontextprotocol/sdk not installed in " << sdk_dir()
+                 << " (scripts/install-export-tools)";
+  const std::string gpuwhy = std::string(GW_BINARY_DIR) + "/gpuwhy";
+  const std::string& db = fixture_trace("hidden_sync");
+  const ShellRun r = sh("GW_MCP_DIR=" + quote(sdk_dir()) + " timeout 120 node " +
+                        quote(std::string(GW_SOURCE_DIR) + "/tests/mcp/sdk_client.mjs") + " " +
+                        quote(gpuwhy) + " " + quote(db) + " 2>&1");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json out = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+
+  EXPECT_EQ(out["server"]["name"], "gpuwhy");
+  EXPECT_TRUE(out["capabilities"].contains("tools"));
+  std::vector<std::string> names;
+  for (const json& t : out["tools"]) names.push_back(t["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"explain", "chain_evidence", "query", "processes",
+                                             "threads", "top_operations"}));
+
+  // explain: the same JSON as the command line prints.
+  const ShellRun cli = sh(gpuwhy + " explain --json --db " + quote(db));
+  ASSERT_EQ(cli.rc, 0) << cli.out;
+  EXPECT_EQ(out["explain"]["isError"], false);
+  EXPECT_EQ(out["explain"]["report"], json::parse(cli.out));
+  EXPECT_EQ(out["explain"]["report"]["chains"][0]["kind"], "hidden_sync");
+  EXPECT_EQ(out["chain"]["chain"], out["explain"]["report"]["chains"][0]);
+
+  EXPECT_EQ(out["query"]["isError"], false);
+  EXPECT_EQ(out["query"]["result"]["columns"], json::array({"n"}));
+  EXPECT_EQ(out["query"]["result"]["rows"], json::array({json::array({6000})}));
+  EXPECT_EQ(out["bad_sql"]["isError"], true);
+  EXPECT_EQ(out["bad_sql"]["text"], "SQL error: near \"SELEC\": syntax error");
+  // The SDK asks for 2025-11-25: a wrong argument is a tool error there (SEP-1303).
+  EXPECT_EQ(out["bad_argument"]["isError"], true);
+  EXPECT_EQ(out["bad_argument"]["text"], "query: argument 'sql' must be a string, not number");
+  EXPECT_EQ(out["unknown_tool"]["thrown"], true);
+  EXPECT_EQ(out["unknown_tool"]["code"], -32602);
+
+  EXPECT_EQ(out["resources"], json::array({"gpuwhy://schema", "gpuwhy://views"}));
+  EXPECT_EQ(out["schema"]["mimeType"], "text/markdown");
+  EXPECT_EQ(out["schema"]["text"], file_text(fs::path(GW_SOURCE_DIR) / "docs/schema.md"));
+  EXPECT_EQ(out["stderr"], "");
+}
+
+}  // namespace
+}  // namespace gpuwhy::testing

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/phase_timer.hpp"
 #include "analysis/analysis.hpp"
 #include "cli/commands.hpp"
+#include "core/phase_timer.hpp"
 #include "export/explain_render.hpp"
 #include "export/html_report.hpp"
 #include "store/store.hpp"
@@ -56,7 +56,9 @@ int run_explain(const ExplainFlags& f) {
   const analysis::Report report = analysis::analyze(std::move(rows.value()));
   timer.lap("analyze");
   if (!f.html.empty()) return write_html(*file.value(), report, f.html);
-  const std::string out = f.json ? render::explain_json(report).dump(2) + "\n"
+  const std::string out = f.json ? render::explain_json(report).dump(
+                                       2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                       "\n"
                                  : render::explain_text(report, {.per_process = f.per_process});
   timer.lap("render");
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -20,6 +20,7 @@ void add_trace_command(CLI::App& root, Runner& run);
 void add_explain_command(CLI::App& root, Runner& run);
 void add_query_command(CLI::App& root, Runner& run);
 void add_export_command(CLI::App& root, Runner& run);
+void add_generate_command(CLI::App& root, Runner& run);
 
 // The command line as typed (recorded in the trace's session row).
 const std::string& invocation();

@@ -62,9 +62,9 @@ set(CPACK_STRIP_FILES TRUE)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
     ${PROJECT_SOURCE_DIR}/packaging/debian/prerm ${PROJECT_SOURCE_DIR}/packaging/debian/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
-# A static gpuwhy needs no package; a dynamic one (-DGPUWHY_STATIC=OFF) gets its libc and
-# libstdc++ versions from dpkg-shlibdeps.
-if(GPUWHY_STATIC)
+# A static gpuwhy needs no package; a dynamic one (-DGPUWHY_STATIC=OFF, sanitizer builds) gets
+# its libc and libstdc++ versions from dpkg-shlibdeps.
+if(GW_GPUWHY_IS_STATIC)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
 else()
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

@@ -18,9 +18,11 @@ include(CheckCXXSourceCompiles)
 option(GPUWHY_STATIC "Link the gpuwhy binary fully statically (static-pie)" ON)
 
 function(gpuwhy_static_link target)
+  set(GW_GPUWHY_IS_STATIC FALSE PARENT_SCOPE)  # read by cmake/Packaging.cmake
   if(NOT GPUWHY_STATIC OR GPUWHY_SANITIZE OR GPUWHY_FUZZ)
     return()
   endif()
+  set(GW_GPUWHY_IS_STATIC TRUE PARENT_SCOPE)
   set(CMAKE_REQUIRED_LINK_OPTIONS -static-pie)
   check_cxx_source_compiles("#include <string>\nint main() { return std::string(\"x\").size() - 1; }"
                             GW_HAS_STATIC_PIE)

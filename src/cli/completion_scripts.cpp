@@ -171,7 +171,10 @@ std::string zsh_completion(const CommandSpec& root) {
       "  local -a commands\n"
       "  commands=(\n";
   for (const CommandSpec& c : root.subcommands) {
-    out += "    " + zsh_quote(c.name + ":" + zsh_description(c.description)) + "\n";
+    // _describe splits at the first colon only: the description keeps its own.
+    std::string desc = c.description;
+    std::replace(desc.begin(), desc.end(), '\n', ' ');
+    out += "    " + zsh_quote(c.name + ":" + desc) + "\n";
   }
   out += "  )\n";
   std::string root_args = zsh_arguments(root, "  ");

@@ -8,6 +8,7 @@
 // privilege the unit grants: BPF and uprobes, reading the process's memory and maps, stopping and
 // continuing it. Also: the static binary runs with no host libraries at all (an empty chroot).
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,6 +169,41 @@ TEST(StaticBinary, ExplainsATraceInAnEmptyChroot) {
   EXPECT_FALSE(inside.out.empty());
   RunResult version = run({chroot, root.path, "/gpuwhy", "--version"});
   EXPECT_EQ(version.out, std::string(GPUWHY_VERSION) + "\n");
+}
+
+// Static glibc would quietly load host modules for name lookups (NSS), character sets (gconv)
+// and locales, and dlopen would read ld.so.cache: `trace` and `check` under strace open none of
+// them, and still find the sudo user's home (read from /etc/passwd by gpuwhy itself).
+TEST(StaticBinary, TraceAndCheckOpenNoGlibcModule) {
+  if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  const std::string strace = tool("strace");
+  if (strace.empty()) GTEST_SKIP() << "strace is not installed (Debian package strace)";
+  const passwd* nobody = ::getpwnam("nobody");
+  if (nobody == nullptr || nobody->pw_dir == nullptr) GTEST_SKIP() << "no user nobody";
+  const std::string nobody_home = nobody->pw_dir;
+  TempDir dir;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"trace", "--quiet", "--duration", "1s", "-o", dir.file("t.db")},
+        std::vector<std::string>{"check"}}) {
+    SCOPED_TRACE(args[0]);
+    const std::string log = dir.file(args[0] + ".strace");
+    std::vector<std::string> argv = {
+        strace, "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", log, gpuwhy_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = run(argv, {{"SUDO_USER", "nobody"}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(log);
+    std::stringstream opened;
+    opened << in.rdbuf();
+    ASSERT_FALSE(opened.str().empty());
+    for (const char* module : {"nsswitch.conf", "libnss_", "/gconv/", "locale-archive",
+                               "/usr/lib/locale", "ld.so.cache"})
+      EXPECT_EQ(opened.str().find(module), std::string::npos) << module;
+    if (args[0] == "trace") {
+      EXPECT_NE(opened.str().find("\"" + nobody_home + "/.local/lib"), std::string::npos)
+          << "the sudo user's ~/.local is searched";
+    }
+  }
 }
 
 }  // namespace

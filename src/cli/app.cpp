@@ -35,6 +35,7 @@ int run_cli(int argc, char** argv) {
   add_query_command(app, run);
   add_export_command(app, run);
   add_mcp_command(app, run);
+  add_generate_command(app, run);  // hidden: man page and completions (generate_cmd.cpp)
 
   const auto known = [&](const char* name) {
     return !app.get_subcommands([&](const CLI::App* c) { return c->get_name() == name; }).empty();

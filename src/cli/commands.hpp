@@ -21,6 +21,7 @@ void add_explain_command(CLI::App& root, Runner& run);
 void add_query_command(CLI::App& root, Runner& run);
 void add_export_command(CLI::App& root, Runner& run);
 void add_mcp_command(CLI::App& root, Runner& run);
+void add_generate_command(CLI::App& root, Runner& run);
 
 // The command line as typed (recorded in the trace's session row).
 const std::string& invocation();

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <utility>
 
@@ -57,6 +59,28 @@ std::vector<std::string> expand(const std::string& pattern) {
   return out;
 }
 
+// A user's home directory from /etc/passwd, read with fgetpwent_r rather than getpwnam: the
+// gpuwhy binary is static (cmake/StaticLink.cmake), and getpwnam would load the host's NSS
+// modules, which only work with the exact glibc gpuwhy was linked with. A user known only to a
+// directory service (LDAP, sssd) is not found: their ~/.local runtimes are then found when a
+// process maps them, like any runtime at a new path.
+std::string passwd_home(const char* user) {
+  FILE* f = std::fopen("/etc/passwd", "re");
+  if (f == nullptr) return {};
+  std::string home;
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[4096];
+  while (::fgetpwent_r(f, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    if (std::strcmp(pw.pw_name, user) == 0) {
+      if (pw.pw_dir != nullptr) home = pw.pw_dir;
+      break;
+    }
+  }
+  std::fclose(f);
+  return home;
+}
+
 // Home directories whose ~/.local may hold pip --user wheels: ours, and the invoking user's when
 // we run under sudo (HOME is then root's).
 std::vector<std::string> home_dirs() {
@@ -65,9 +89,7 @@ std::vector<std::string> home_dirs() {
     homes.emplace_back(home);
   }
   if (const char* user = std::getenv("SUDO_USER"); user != nullptr && *user != '\0') {
-    if (const passwd* pw = ::getpwnam(user); pw != nullptr && pw->pw_dir != nullptr) {
-      homes.emplace_back(pw->pw_dir);
-    }
+    if (std::string home = passwd_home(user); !home.empty()) homes.push_back(std::move(home));
   }
   return homes;
 }

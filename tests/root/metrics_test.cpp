@@ -12,8 +12,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "support/process.hpp"
@@ -91,8 +93,17 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
   constexpr int kCalls = 5000;
   const uint16_t port = free_port();
   const std::string where = "127.0.0.1:" + std::to_string(port);
+  // Only the test's two workloads are traced (--pid): on a shared machine another process may
+  // call a GPU runtime, even one named launch_storm. Both wait until the probes are in place.
+  const std::string go = dir.file("go");
+  Child storm({workload("launch_storm"), "--calls", std::to_string(kCalls), "--wait-file", go},
+              dir.path);
+  TempDir calls_dir;  // its own output files
+  Child calls_run({workload("sim_cudart_calls"), "--wait-file", go}, calls_dir.path);
   Agent agent(dir.file("t.db"),
-              {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13", "--metrics", where}, dir);
+              {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13", "--metrics", where,
+               "--pid", std::to_string(storm.pid()) + "," + std::to_string(calls_run.pid())},
+              dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
 
   // The port is taken: a second trace says so in one line and exits before tracing anything.
@@ -109,8 +120,9 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
     EXPECT_NE(bad.err.find("--metrics '[::1]9464'"), std::string::npos) << bad.err;
   }
 
-  RunResult w = run({workload("launch_storm"), "--calls", std::to_string(kCalls)});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
+  std::ofstream(go) << "\n";
+  ASSERT_EQ(storm.wait(), 0) << storm.stderr_text();
+  ASSERT_EQ(calls_run.wait(), 0) << calls_run.stderr_text();
 
   // The reader hands a batch over within ~100 ms; the totals are published once a second. The
   // calls: kCalls launches and one cudaStreamSynchronize (cudaStreamCreate is not probed).
@@ -129,11 +141,43 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
       sample(text,
              "gpuwhy_api_calls_total{process=\"launch_storm\",api=\"cudaStreamSynchronize\"}"),
       1);
-  EXPECT_EQ(sample(text, "gpuwhy_api_call_seconds_count{api=\"cudaLaunchKernel\"}"), kCalls);
+  // The histogram is by API only: sim_cudart_calls launched once too.
+  EXPECT_EQ(sample(text, "gpuwhy_api_call_seconds_count{api=\"cudaLaunchKernel\"}"), kCalls + 1);
   EXPECT_GE(sample(text, "gpuwhy_events_recorded_total{kind=\"api_call\"}"), kCalls + 1);
   EXPECT_EQ(sample(text, "gpuwhy_events_lost_total{source=\"bpf\",cause=\"events_ring_full\"}"), 0);
   EXPECT_EQ(sample(text, "gpuwhy_build_info{version=\"" GPUWHY_VERSION "\"}"), 1);
   EXPECT_GT(sample(text, "process_start_time_seconds"), 1.6e9);
+  // Copy bytes by direction: sim_cudart_calls makes every cudart call once and prints the
+  // arguments it passed (a 2D copy moves width x height bytes).
+  {
+    const char* kDirection[] = {"host_to_host", "host_to_device", "device_to_host",
+                                "device_to_device", "default"};
+    std::map<std::string, double> expected;  // sample name{labels} -> bytes
+    std::istringstream lines(calls_run.stdout_text());
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || j["api"].get<std::string>().find("Memcpy") == std::string::npos)
+        continue;
+      const auto& a = j["args"];
+      if (!a.contains("kind")) continue;
+      const double bytes = a.contains("count")
+                               ? a["count"].get<double>()
+                               : a["width"].get<double>() * a["height"].get<double>();
+      // The process label is the kernel's 15-byte comm: "sim_cudart_calls" loses its last 's'.
+      expected["gpuwhy_api_bytes_total{process=\"sim_cudart_call\",api=\"" +
+               j["api"].get<std::string>() + "\",direction=\"" + kDirection[a["kind"].get<int>()] +
+               "\"}"] += bytes;
+    }
+    ASSERT_GE(expected.size(), 4u) << calls_run.stdout_text();
+    std::string scrape;
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(200ms)) {
+      scrape = http_get(port, "/metrics");
+      if (sample(scrape, expected.rbegin()->first) >= 0) break;
+    }
+    for (const auto& [name, bytes] : expected) EXPECT_EQ(sample(scrape, name), bytes) << name;
+  }
+
   // OpenMetrics when asked for it.
   const std::string om = http_get(port, "/metrics", "application/openmetrics-text;version=1.0.0");
   EXPECT_NE(om.find("# TYPE gpuwhy_api_calls counter\n"), std::string::npos) << om;
@@ -165,7 +209,8 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
              dir.path);
   // Prometheus negotiates OpenMetrics first: `up` is 1 only when its parser took the scrape.
   const std::string query =
-      "/api/v1/query?query=sum(gpuwhy_api_calls_total%7Bapi%3D%22cudaLaunchKernel%22%7D)"
+      "/api/v1/query?query=sum(gpuwhy_api_calls_total%7Bprocess%3D%22launch_storm%22%2C"
+      "api%3D%22cudaLaunchKernel%22%7D)"
       "%20and%20on()%20(up%7Bjob%3D%22gpuwhy%22%7D%20%3D%3D%201)";
   double ingested = -1;
   std::string answer;

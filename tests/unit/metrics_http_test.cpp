@@ -114,5 +114,27 @@ TEST(MetricsHttp, ServerAnswersScrapesAndRefusesABusyPort) {
       << again.error().line();
 }
 
+// [::1]:PORT listens on IPv6 loopback (where the host has it) and answers there.
+TEST(MetricsHttp, Ipv6Loopback) {
+  auto server = HttpServer::listen(ListenAddress{"::1", 0}, render);
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << server.error().line();
+  (*server)->start();
+  const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons((*server)->port());
+  a.sin6_addr = in6addr_loopback;
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req = "GET /metrics HTTP/1.1\r\n\r\n";
+  (void)!send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << out;
+}
+
 }  // namespace
 }  // namespace gpuwhy::metrics

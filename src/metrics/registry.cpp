@@ -14,10 +14,6 @@ constexpr const char* kOffCpuCauses[] = {"runqueue", "futex", "uninterruptible",
                                          "other"};
 constexpr size_t kCopyDirections = 5;  // CopyDir values 0..4
 
-uint64_t pack(uint16_t process, uint16_t key, uint8_t subkey) {
-  return uint64_t{process} << 32 | uint64_t{key} << 8 | subkey;
-}
-
 double realtime_now_s() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -44,47 +40,45 @@ const char* copy_direction_name(uint8_t dir) {
   return "default";
 }
 
-CounterTable::CounterTable(size_t named_limit, size_t other_domain)
+CounterTable::CounterTable(size_t named_limit, size_t processes, size_t keys, size_t subkeys)
     : named_limit_(named_limit),
-      capacity_(named_limit + other_domain),
-      entries_(std::make_unique<Entry[]>(named_limit + other_domain)) {}
+      processes_(processes),
+      keys_(keys),
+      subkeys_(subkeys),
+      capacity_(named_limit + keys * subkeys),
+      entries_(std::make_unique<Entry[]>(capacity_)),
+      index_(processes * keys * subkeys, -1) {}
 
 SingleWriterCounter& CounterTable::at(uint16_t process, uint16_t key, uint8_t subkey) {
-  const uint64_t k = pack(process, key, subkey);
-  if (k == last_key_) return entries_[last_index_].value;  // runs of one thread's calls
-  uint32_t index;
-  if (auto it = index_.find(k); it != index_.end()) {
-    index = it->second;
-  } else if (process != 0 && named_ >= named_limit_) {
-    (void)at(0, key, subkey);  // the bound: folded into "other"
-    auto other = index_.find(pack(0, key, subkey));
-    if (other == index_.end()) return overflow_;
-    index = other->second;
-    index_.emplace(k, index);
-  } else {
-    const size_t n = n_.load(std::memory_order_relaxed);
-    if (n >= capacity_) return overflow_;
-    Entry& e = entries_[n];
-    e.process = process;
-    e.key = key;
-    e.subkey = subkey;
-    n_.store(n + 1, std::memory_order_release);  // the entry is whole before a scrape sees it
-    if (process != 0) ++named_;
-    index = static_cast<uint32_t>(n);
-    index_.emplace(k, index);
+  if (process >= processes_ || key >= keys_ || subkey >= subkeys_) return overflow_;
+  int32_t& index = index_[(size_t{process} * keys_ + key) * subkeys_ + subkey];
+  if (index >= 0) return entries_[static_cast<size_t>(index)].value;
+  if (process != 0 && named_ >= named_limit_) {
+    // The bound: folded into "other", which has room for every (key, subkey).
+    SingleWriterCounter& other = at(0, key, subkey);
+    index = index_[size_t{key} * subkeys_ + subkey];
+    return other;
   }
-  last_key_ = k;
-  last_index_ = index;
-  return entries_[index].value;
+  const size_t n = n_.load(std::memory_order_relaxed);
+  if (n >= capacity_) return overflow_;
+  Entry& e = entries_[n];
+  e.process = process;
+  e.key = key;
+  e.subkey = subkey;
+  n_.store(n + 1, std::memory_order_release);  // the entry is whole before a scrape sees it
+  if (process != 0) ++named_;
+  index = static_cast<int32_t>(n);
+  return e.value;
 }
 
 Registry::Registry(Limits limits)
     : limits_(limits),
       names_(std::make_unique<std::string[]>(limits.process_names)),
-      calls_(limits.series, api_catalog().size()),
-      bytes_(limits.series, api_catalog().size() * kCopyDirections),
-      offcpu_ns_(limits.series, std::size(kOffCpuCauses)),
-      start_time_s_(realtime_now_s()) {
+      calls_(limits.series, limits.process_names + 1, api_catalog().size(), 1),
+      bytes_(limits.series, limits.process_names + 1, api_catalog().size(), kCopyDirections),
+      offcpu_ns_(limits.series, limits.process_names + 1, 1, std::size(kOffCpuCauses)),
+      start_time_s_(realtime_now_s()),
+      bounds_ns_(bucket_bounds_ns()) {
   uint16_t max_id = 0;
   for (const ApiInfo& a : api_catalog()) max_id = std::max(max_id, a.id);
   api_index_.assign(size_t{max_id} + 1, -1);
@@ -133,19 +127,21 @@ std::string Registry::process_name(uint16_t slot) const {
 void Registry::add_call(uint16_t process, uint16_t api_id, int64_t dur_ns, bool has_duration) {
   const int idx = api_index(api_id);
   if (idx < 0) return;  // not in this build's catalogue: the decoder has counted it
-  calls_.at(process, api_id, 0).add(1);
+  calls_.at(process, static_cast<uint16_t>(idx), 0).add(1);
   if (!has_duration) return;  // entry-only: no duration to observe
   Histogram& h = *histograms_[static_cast<size_t>(idx)];
-  const auto& bounds = bucket_bounds_ns();
-  const size_t b = std::lower_bound(bounds.begin(), bounds.end(), dur_ns) - bounds.begin();
+  const size_t b =
+      std::lower_bound(bounds_ns_.begin(), bounds_ns_.end(), dur_ns) - bounds_ns_.begin();
   h.buckets[b].add(1);
   h.sum_ns.add(static_cast<uint64_t>(std::max<int64_t>(dur_ns, 0)));
 }
 
 void Registry::add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction,
                               uint64_t bytes) {
-  if (api_index(api_id) < 0) return;
-  bytes_.at(process, api_id, std::min<uint8_t>(direction, kCopyDirections - 1)).add(bytes);
+  const int idx = api_index(api_id);
+  if (idx < 0) return;
+  bytes_.at(process, static_cast<uint16_t>(idx), std::min<uint8_t>(direction, kCopyDirections - 1))
+      .add(bytes);
 }
 
 void Registry::add_offcpu(uint16_t process, OffCpuCause cause, int64_t ns) {
@@ -160,7 +156,7 @@ void Registry::set_totals(Totals t) {
 
 std::vector<Family> Registry::collect() const {
   std::vector<Family> out;
-  auto api_name = [](uint16_t id) { return std::string(find_api(id)->name); };
+  auto api_name = [](uint16_t index) { return std::string(api_catalog()[index].name); };
   auto labelled = [&](const CounterTable& t, Family f, auto labels_of, double scale) {
     const size_t n = t.size();
     for (size_t i = 0; i < n; ++i) {

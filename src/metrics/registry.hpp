@@ -41,17 +41,19 @@ class SingleWriterCounter {
   std::atomic<uint64_t> v_{0};
 };
 
-// One labelled counter metric: (process slot, key, subkey) -> count. Fixed capacity, allocated
-// once, so a series never moves while a scrape reads it.
+// One labelled counter metric: (process slot, key, subkey) -> count, where a key is a small index
+// (an API's catalogue position, 0 for none) and a subkey a direction or cause. Fixed capacity,
+// allocated once, so a series never moves while a scrape reads it; found through a dense index
+// (no hashing on the reader's path).
 class CounterTable {
  public:
-  // `other_domain`: how many (key, subkey) pairs process="other" can take.
-  CounterTable(size_t named_limit, size_t other_domain);
+  // `processes`: process slots (names + "other"); `keys` x `subkeys`: the domain of the other
+  // labels, which is also how many series process="other" can take.
+  CounterTable(size_t named_limit, size_t processes, size_t keys, size_t subkeys);
   // The series of (process, key, subkey), created on first use; process 0 is "other", which a
   // new label set naming a process becomes once `named_limit` such sets exist. Writer only.
   SingleWriterCounter& at(uint16_t process, uint16_t key, uint8_t subkey);
   size_t size() const { return n_.load(std::memory_order_acquire); }
-  size_t named() const { return named_; }  // writer only
 
   struct Entry {
     uint16_t process = 0, key = 0;
@@ -61,14 +63,12 @@ class CounterTable {
   const Entry& entry(size_t i) const { return entries_[i]; }
 
  private:
-  size_t named_limit_, capacity_;
+  size_t named_limit_, processes_, keys_, subkeys_, capacity_;
   std::unique_ptr<Entry[]> entries_;
   std::atomic<size_t> n_{0};
-  size_t named_ = 0;
-  std::unordered_map<uint64_t, uint32_t> index_;  // writer only
-  uint64_t last_key_ = ~0ull;
-  uint32_t last_index_ = 0;
-  SingleWriterCounter overflow_;  // unreachable while other_domain is right; never exposed
+  size_t named_ = 0;              // writer only
+  std::vector<int32_t> index_;    // writer only: (process, key, subkey) -> entry, -1: none yet
+  SingleWriterCounter overflow_;  // out-of-domain labels (a caller's bug); never exposed
 };
 
 // Why a traced thread was off the CPU (offcpu rows), as gpuwhy_offcpu_seconds_total{cause} says.
@@ -106,7 +106,6 @@ class Registry {
 
   // Bucket upper bounds of gpuwhy_api_call_seconds, in ns.
   static const std::vector<int64_t>& bucket_bounds_ns();
-  const CounterTable& calls() const { return calls_; }  // for tests of the bound
 
  private:
   struct Histogram {  // one per catalogue API
@@ -131,6 +130,7 @@ class Registry {
   mutable std::mutex totals_mu_;  // never taken by the reader
   Totals totals_;
   double start_time_s_ = 0;
+  std::vector<int64_t> bounds_ns_;  // bucket_bounds_ns(), kept at hand for the reader's path
 };
 
 }  // namespace gpuwhy::metrics

@@ -548,12 +548,6 @@ void TraceSession::flush_counts() {
 
 int TraceSession::run() {
   if (Status v = validate(); !v) return fail(v.error().line());
-  if (opt_.metrics) {  // the address is had, or refused, before anything is traced
-    auto m = metrics::LiveMetrics::start(*opt_.metrics);
-    if (!m) return fail(m.error().line());
-    metrics_ = std::move(m.value());
-    spdlog::info("serving metrics on http://{}/metrics", opt_.metrics->text());
-  }
   // The command first, before any thread: it waits on a pipe until the probes are in place.
   if (!opt_.command.empty()) {
     auto c = LaunchedCommand::fork_waiting(opt_.command);
@@ -562,6 +556,14 @@ int TraceSession::run() {
     pid_filter_.insert(static_cast<uint32_t>(command_->pid()));
   }
   pid_filter_.insert(opt_.pids.begin(), opt_.pids.end());
+  // After the fork (its server is a thread), before anything is traced: a refused address ends
+  // here, and a command still waiting to start exits with it.
+  if (opt_.metrics) {
+    auto m = metrics::LiveMetrics::start(*opt_.metrics);
+    if (!m) return fail(m.error().line());
+    metrics_ = std::move(m.value());
+    spdlog::info("serving metrics on http://{}/metrics", opt_.metrics->text());
+  }
   install_stop_signals();
   if (command_) forward_stop_signals_to(command_->pid());
   const auto t0 = SteadyClock::now();

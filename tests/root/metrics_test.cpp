@@ -115,6 +115,12 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
     EXPECT_EQ(std::count(second.err.begin(), second.err.end(), '\n'), 1) << second.err;
     struct stat st {};
     EXPECT_NE(stat(dir.file("t2.db").c_str(), &st), 0) << "no trace file when refused";
+    // With a command: it never runs.
+    RunResult cmd = run({gpuwhy_binary(), "trace", "--quiet", "--out", dir.file("t3.db"),
+                         "--metrics", where, "--", "/bin/sh", "-c", "touch " + dir.file("ran")});
+    EXPECT_NE(cmd.exit_code, 0);
+    EXPECT_NE(cmd.err.find("cannot listen on " + where), std::string::npos) << cmd.err;
+    EXPECT_NE(stat(dir.file("ran").c_str(), &st), 0) << "the command ran";
     RunResult bad = run({gpuwhy_binary(), "trace", "--metrics", "[::1]9464"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--metrics '[::1]9464'"), std::string::npos) << bad.err;

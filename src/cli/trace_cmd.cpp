@@ -121,7 +121,8 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "and its descendants are traced, and gpuwhy exits with its status");
 
   cmd->callback([flags, cmd, &run] {
-    run = [flags] {
+    const bool metrics_given = cmd->count("--metrics") > 0;  // an empty value is refused, not off
+    run = [flags, metrics_given] {
       TraceOptions opt;
       if (!flags->duration.empty()) {
         opt.duration_ns = parse_duration_ns(flags->duration.c_str());
@@ -176,7 +177,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
         return fail("--hold-bound-ms must be from 1 to 60000", 2);
       opt.hold_bound_ms = flags->hold_bound_ms;
       opt.keep_secret_args = flags->keep_secret_args;
-      if (!flags->metrics.empty()) {
+      if (metrics_given) {
         auto where = metrics::parse_listen_address(flags->metrics);
         if (!where) return fail(where.error().line(), where.error().exit_code);
         opt.metrics = *where;

@@ -124,6 +124,8 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
     RunResult bad = run({gpuwhy_binary(), "trace", "--metrics", "[::1]9464"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;
     EXPECT_NE(bad.err.find("--metrics '[::1]9464'"), std::string::npos) << bad.err;
+    RunResult empty = run({gpuwhy_binary(), "trace", "--metrics", ""});
+    EXPECT_EQ(empty.exit_code, 2) << empty.err;
   }
 
   std::ofstream(go) << "\n";

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/trace_session.hpp"
 #include "core/clock.hpp"
+#include "metrics/listen_address.hpp"
 #include "probes/probes.hpp"
 
 namespace gpuwhy::cli {
@@ -36,6 +37,7 @@ struct TraceFlags {
   std::vector<std::string> command;
   bool no_hold = false;
   uint32_t hold_bound_ms = 2000;
+  std::string metrics;
 };
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
@@ -110,12 +112,17 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "Continue a held process after this long even if its runtime is not probed yet "
                   "(counted)")
       ->group("");
+  cmd->add_option("--metrics", flags->metrics,
+                  "Serve Prometheus metrics on http://ADDR/metrics while tracing: a port (9464) "
+                  "or :PORT listens on 127.0.0.1, HOST:PORT or [IPV6]:PORT where given "
+                  "(docs/metrics.md)");
   cmd->add_option("command", flags->command,
                   "A command to launch and trace from its first instruction, after --: only it "
                   "and its descendants are traced, and gpuwhy exits with its status");
 
   cmd->callback([flags, cmd, &run] {
-    run = [flags] {
+    const bool metrics_given = cmd->count("--metrics") > 0;  // an empty value is refused, not off
+    run = [flags, metrics_given] {
       TraceOptions opt;
       if (!flags->duration.empty()) {
         opt.duration_ns = parse_duration_ns(flags->duration.c_str());
@@ -170,6 +177,11 @@ void add_trace_command(CLI::App& root, Runner& run) {
         return fail("--hold-bound-ms must be from 1 to 60000", 2);
       opt.hold_bound_ms = flags->hold_bound_ms;
       opt.keep_secret_args = flags->keep_secret_args;
+      if (metrics_given) {
+        auto where = metrics::parse_listen_address(flags->metrics);
+        if (!where) return fail(where.error().line(), where.error().exit_code);
+        opt.metrics = *where;
+      }
       return run_trace(opt);
     };
     (void)cmd;

@@ -26,6 +26,7 @@
 #include "cli/launched_command.hpp"
 #include "cli/process_holds.hpp"
 #include "cli/python_stacks.hpp"
+#include "cli/trace_metrics.hpp"
 #include "cli/trace_summary.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -33,6 +34,7 @@
 #include "discover/discover.hpp"
 #include "discover/symbolize.hpp"
 #include "gpuwhy/abi/events.h"
+#include "metrics/live_metrics.hpp"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
 #include "store/owned_files.hpp"
@@ -271,6 +273,7 @@ class TraceSession {
   uint64_t batches_at_stop_ = 0;  // launch batches read from task storage after the probes left
   std::unique_ptr<LaunchedCommand> command_;  // trace -- CMD
   std::unique_ptr<ProcessHolds> holds_;
+  std::unique_ptr<metrics::LiveMetrics> metrics_;  // trace --metrics
   bool started_ = false;  // the initial scan is done: a runtime found later was found late
   std::atomic<uint64_t> hold_timeout_{0}, not_held_{0}, found_late_{0};
   // Set once by whichever thread finds the file unwritable (storage_failure()); then recording
@@ -473,6 +476,7 @@ reader::RingReader::Options TraceSession::reader_options() {
     };
   }
   if (py_) o.on_python_stack = [this](uint32_t pid, uint64_t key) { return py_->intern(pid, key); };
+  if (metrics_) o.on_batch = [this](const reader::Batch& b) { metrics_->observe(b); };
   return o;
 }
 
@@ -552,6 +556,14 @@ int TraceSession::run() {
     pid_filter_.insert(static_cast<uint32_t>(command_->pid()));
   }
   pid_filter_.insert(opt_.pids.begin(), opt_.pids.end());
+  // After the fork (its server is a thread), before anything is traced: a refused address ends
+  // here, and a command still waiting to start exits with it.
+  if (opt_.metrics) {
+    auto m = metrics::LiveMetrics::start(*opt_.metrics);
+    if (!m) return fail(m.error().line());
+    metrics_ = std::move(m.value());
+    spdlog::info("serving metrics on http://{}/metrics", opt_.metrics->text());
+  }
   install_stop_signals();
   if (command_) forward_stop_signals_to(command_->pid());
   const auto t0 = SteadyClock::now();
@@ -687,6 +699,7 @@ int TraceSession::run() {
   StatusLine status(opt_.status_line);
   auto next_full_scan = SteadyClock::now() + 10s;
   auto next_file_check = SteadyClock::now() + 1s;
+  auto next_metrics_totals = SteadyClock::now();
   const auto deadline = opt_.duration_ns > 0 ? t0 + std::chrono::nanoseconds(opt_.duration_ns)
                                              : SteadyClock::time_point::max();
   while (!stop_requested() && SteadyClock::now() < deadline) {
@@ -707,6 +720,10 @@ int TraceSession::run() {
     }
     // counts() reads the per-CPU kernel counters: only worth it when a line is shown.
     if (status.on()) status.update(SteadyClock::now() - t0, counts(), rec_->process_count());
+    if (metrics_ && SteadyClock::now() >= next_metrics_totals) {
+      metrics_->set_totals(metrics_totals(counts()));
+      next_metrics_totals = SteadyClock::now() + 1s;
+    }
   }
   status.clear();
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/result.hpp"
+#include "metrics/listen_address.hpp"
 #include "probes/probes.hpp"
 
 namespace gpuwhy::cli {
@@ -43,6 +45,8 @@ struct TraceOptions {
   // until it is (at most hold_bound_ms); false: it runs on, and its first calls may be missed.
   bool hold_new_libs = true;
   uint32_t hold_bound_ms = 2000;
+  // trace --metrics: serve Prometheus metrics here while tracing (docs/metrics.md).
+  std::optional<metrics::ListenAddress> metrics;
 };
 
 // Runs a whole trace; returns the exit code (and prints the summary / the one-line error).

@@ -90,6 +90,7 @@ void RingReader::add(Event ev) {
 
 void RingReader::flush() {
   if (batch_.empty()) return;
+  if (opt_.on_batch) opt_.on_batch(batch_);
   Batch b;
   b.reserve(opt_.batch_max);
   b.swap(batch_);

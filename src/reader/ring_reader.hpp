@@ -70,6 +70,9 @@ class RingReader {
     // Called on the reader thread for every call that carries a Python stack key: returns the
     // stack's id (ApiCall::py_stack_id), naming its frames the first time it comes.
     std::function<int32_t(uint32_t pid, uint64_t key)> on_python_stack;
+    // Called on the reader thread with each batch just before it goes to the writer (live
+    // metrics, trace --metrics). Must not block.
+    std::function<void(const Batch&)> on_batch;
   };
 
   RingReader(ClockConverter clock, BatchQueue& out, HintQueue& hints, Options opt);

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Turns the reader's decoded batches into registry updates, on the reader thread, once per batch
+// (just before the batch goes to the writer): per event one visit, a pid lookup and a few
+// single-writer counter adds; no lock, no allocation once a process is known.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "metrics/registry.hpp"
+#include "model/events.hpp"
+
+namespace gpuwhy::metrics {
+
+class EventMetrics {
+ public:
+  // `process_name`: a live process's name (default: /proc/PID/comm; "" when it is gone). Tests
+  // give their own.
+  using NameFn = std::function<std::string(uint32_t pid)>;
+  explicit EventMetrics(Registry& registry, NameFn process_name = {});
+
+  void observe(const std::vector<Event>& batch);
+
+ private:
+  uint16_t slot_of(uint32_t pid);
+  void on(const ApiCall& c);
+  void on(const OffCpu& o);
+  void on(const ProcEvent& p);
+  void on(const TaskRename& r);
+  template <class E>
+  void on(const E&) {}
+
+  Registry& reg_;
+  NameFn name_;
+  std::unordered_map<uint32_t, uint16_t> slots_;  // pid -> process slot: the traced processes
+  // Processes that exited recently, still named: the two rings are not ordered, so a process's
+  // last calls can come after its exit (kept kExitedKeep, then forgotten).
+  struct Exited {
+    uint16_t slot;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<uint32_t, Exited> exited_;
+  std::chrono::steady_clock::time_point next_prune_{};
+  // Names from exec and fork events, for a process gone before its first call is counted.
+  std::unordered_map<uint32_t, std::string> recent_names_;
+  uint32_t last_pid_ = 0;
+  uint16_t last_slot_ = 0;
+};
+
+// Which OffCpuCause the sleeping part of an off-CPU interval gets (its runnable part is
+// OffCpuCause::Runqueue).
+OffCpuCause sleep_cause(const OffCpu& o);
+
+}  // namespace gpuwhy::metrics

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "metrics/http_server.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "metrics/http_request.hpp"
+
+namespace gpuwhy::metrics {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Client {
+  int fd = -1;
+  Clock::time_point deadline;
+  std::string in, out;
+  size_t sent = 0;
+  bool answered = false;  // the response is built: writing, then draining until the peer closes
+};
+
+Error listen_error(const ListenAddress& where, const std::string& why) {
+  return Error{"cannot listen on " + where.text() + " for --metrics: " + why,
+               "pick a free port or another address (--metrics 127.0.0.1:PORT)"};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::listen(const ListenAddress& where, Render render,
+                                                       std::chrono::milliseconds client_timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(where.port);
+  if (int rc = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    return listen_error(where, gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> list(found, freeaddrinfo);
+  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return listen_error(where, std::strerror(errno));
+  // A restarted trace may rebind at once (old connections in TIME_WAIT); a live listener on the
+  // port still refuses it.
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+    const int err = errno;
+    close(fd);
+    return listen_error(where, std::strerror(err));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  const uint16_t p =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  std::unique_ptr<HttpServer> s(new HttpServer(fd, p, std::move(render), client_timeout));
+  if (pipe2(s->wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+    return listen_error(where, std::strerror(errno));
+  return s;
+}
+
+HttpServer::HttpServer(int listen_fd, uint16_t port, Render render,
+                       std::chrono::milliseconds timeout)
+    : listen_fd_(listen_fd), port_(port), render_(std::move(render)), timeout_(timeout) {}
+
+HttpServer::~HttpServer() {
+  if (thread_.joinable()) {
+    const char b = 1;
+    (void)!write(wake_[1], &b, 1);
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_[0], wake_[1]})
+    if (fd >= 0) close(fd);
+}
+
+void HttpServer::start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "gpuwhy-metrics");
+    serve();
+  });
+}
+
+void HttpServer::serve() {
+  std::vector<Client> clients;
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    fds.push_back({wake_[0], POLLIN, 0});
+    // At the limit the listening socket is not polled: new scrapers wait in its backlog.
+    fds.push_back({listen_fd_, static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0});
+    auto now = Clock::now();
+    int timeout_ms = 1000;
+    for (const Client& c : clients) {
+      const bool writing = c.answered && c.sent < c.out.size();
+      fds.push_back({c.fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0});
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now);
+      timeout_ms = std::max(0, std::min<int>(timeout_ms, static_cast<int>(left.count()) + 1));
+    }
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+    if (fds[0].revents) break;  // the destructor asks us to stop
+    now = Clock::now();
+    for (size_t i = 0; i < clients.size(); ++i) {
+      Client& c = clients[i];
+      const short ev = fds[i + 2].revents;
+      bool done = now >= c.deadline;  // too slow: dropped
+      if (!done && ev && !c.answered) {
+        char buf[4096];
+        const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          done = true;
+        } else if (n > 0) {
+          c.in.append(buf, static_cast<size_t>(n));
+          const HttpRequest req = parse_request(c.in);
+          if (req.state != HttpRequest::State::Incomplete) {
+            c.out = respond(req, render_);
+            c.answered = true;
+          }
+        }
+      }
+      if (!done && c.answered && c.sent < c.out.size() && (ev & (POLLOUT | POLLERR | POLLHUP))) {
+        const ssize_t n =
+            send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0)
+          c.sent += static_cast<size_t>(n);
+        else if (errno != EAGAIN && errno != EINTR)
+          done = true;
+        // All sent: half-close, then read until the client closes, so that unread request bytes
+        // do not turn our close into a reset that could cut the response short.
+        if (!done && c.sent == c.out.size()) {
+          shutdown(c.fd, SHUT_WR);
+          c.deadline = std::min(c.deadline, now + std::chrono::seconds(1));
+        }
+      } else if (!done && c.answered && c.sent == c.out.size() && ev) {
+        char buf[4096];
+        const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) done = true;
+      }
+      if (done) {
+        close(c.fd);
+        c.fd = -1;
+      }
+    }
+    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+    if (fds[1].revents & POLLIN) {
+      while (clients.size() < kMaxClients) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+          // Out of descriptors: the connection stays in the backlog; do not spin on it.
+          if (errno == EMFILE || errno == ENFILE) poll(nullptr, 0, 100);
+          break;  // EAGAIN: no more waiting; ECONNABORTED and the like: that client is gone
+        }
+        clients.push_back({fd, Clock::now() + timeout_, {}, {}, 0, false});
+      }
+    }
+  }
+  for (Client& c : clients) close(c.fd);
+}
+
+}  // namespace gpuwhy::metrics

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+// The live metrics of `trace --metrics`. One thread (the ring reader) writes the per-event
+// counters; any thread may collect them for a scrape. Writes are single-writer relaxed atomics
+// (a plain load and store: no lock, no locked instruction on the reader's path); a new label set
+// is published with a release store of its table's size, so a scrape sees each series whole.
+//
+// Label cardinality is bounded: a process label is the process name (comm), at most
+// Limits::process_names distinct names, and each metric keeps at most Limits::series label sets
+// naming a process. Anything beyond either bound is counted under process="other" (its api,
+// direction or cause kept), so a metric never has more than Limits::series plus the size of its
+// other labels' fixed domain (the API catalogue, copy directions, off-CPU causes) series.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "metrics/exposition.hpp"
+
+namespace gpuwhy::metrics {
+
+struct Limits {
+  size_t process_names = 64;  // distinct process label values, "other" aside
+  size_t series = 256;        // label sets per metric that name a process
+};
+
+// A count that only one thread adds to.
+class SingleWriterCounter {
+ public:
+  void add(uint64_t n) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void set(uint64_t n) { v_.store(n, std::memory_order_relaxed); }
+  uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// One labelled counter metric: (process slot, key, subkey) -> count, where a key is a small index
+// (an API's catalogue position, 0 for none) and a subkey a direction or cause. Fixed capacity,
+// allocated once, so a series never moves while a scrape reads it; found through a dense index
+// (no hashing on the reader's path).
+class CounterTable {
+ public:
+  // `processes`: process slots (names + "other"); `keys` x `subkeys`: the domain of the other
+  // labels, which is also how many series process="other" can take.
+  CounterTable(size_t named_limit, size_t processes, size_t keys, size_t subkeys);
+  // The series of (process, key, subkey), created on first use; process 0 is "other", which a
+  // new label set naming a process becomes once `named_limit` such sets exist. Writer only.
+  SingleWriterCounter& at(uint16_t process, uint16_t key, uint8_t subkey);
+  size_t size() const { return n_.load(std::memory_order_acquire); }
+
+  struct Entry {
+    uint16_t process = 0, key = 0;
+    uint8_t subkey = 0;
+    SingleWriterCounter value;
+  };
+  const Entry& entry(size_t i) const { return entries_[i]; }
+
+ private:
+  size_t named_limit_, processes_, keys_, subkeys_, capacity_;
+  std::unique_ptr<Entry[]> entries_;
+  std::atomic<size_t> n_{0};
+  size_t named_ = 0;              // writer only
+  std::vector<int32_t> index_;    // writer only: (process, key, subkey) -> entry, -1: none yet
+  SingleWriterCounter overflow_;  // out-of-domain labels (a caller's bug); never exposed
+};
+
+// Why a traced thread was off the CPU (offcpu rows), as gpuwhy_offcpu_seconds_total{cause} says.
+enum class OffCpuCause : uint8_t { Runqueue, Futex, Uninterruptible, Syscall, Other, Count_ };
+const char* offcpu_cause_name(OffCpuCause c);
+// Copy directions (CopyDir values; an unknown one reads as "default").
+const char* copy_direction_name(uint8_t dir);
+
+class Registry {
+ public:
+  explicit Registry(Limits limits = {});
+
+  // ---- writer thread (the ring reader) ----
+  // The slot of a process name, 0 ("other") once the names are used up.
+  uint16_t process_slot(const std::string& name);
+  void add_call(uint16_t process, uint16_t api_id, int64_t dur_ns, bool has_duration);
+  void add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction, uint64_t bytes);
+  void add_offcpu(uint16_t process, OffCpuCause cause, int64_t ns);
+  void set_traced_processes(uint64_t n) { traced_processes_.set(n); }
+  bool is_copy(uint16_t api_id) const { return api_id < is_copy_.size() && is_copy_[api_id]; }
+
+  // ---- any thread, rarely (the main loop, about once a second) ----
+  struct Totals {
+    std::vector<std::pair<std::string, uint64_t>> recorded;  // event kind -> events
+    struct Loss {
+      std::string source, cause;
+      uint64_t count = 0;
+    };
+    std::vector<Loss> lost;
+  };
+  void set_totals(Totals t);
+
+  // ---- scrapes ----
+  std::vector<Family> collect() const;
+
+  // Bucket upper bounds of gpuwhy_api_call_seconds, in ns.
+  static const std::vector<int64_t>& bucket_bounds_ns();
+
+ private:
+  struct Histogram {  // one per catalogue API
+    std::vector<SingleWriterCounter> buckets;
+    SingleWriterCounter sum_ns;
+    explicit Histogram(size_t n) : buckets(n) {}
+  };
+  int api_index(uint16_t api_id) const;
+  std::string process_name(uint16_t slot) const;
+
+  Limits limits_;
+  // Process names: slot i+1 is names_[i]; published by names_n_ (release) before any series
+  // names the slot.
+  std::unique_ptr<std::string[]> names_;
+  std::atomic<size_t> names_n_{0};
+  std::unordered_map<std::string, uint16_t> slot_of_;  // writer only
+  std::vector<int16_t> api_index_;                     // api id -> catalogue position, -1: none
+  std::vector<bool> is_copy_;                          // api id -> a memory copy
+  CounterTable calls_, bytes_, offcpu_ns_;
+  std::vector<std::unique_ptr<Histogram>> histograms_;  // by catalogue position
+  SingleWriterCounter traced_processes_;
+  mutable std::mutex totals_mu_;  // never taken by the reader
+  Totals totals_;
+  double start_time_s_ = 0;
+  std::vector<int64_t> bounds_ns_;  // bucket_bounds_ns(), kept at hand for the reader's path
+};
+
+}  // namespace gpuwhy::metrics

@@ -9,6 +9,7 @@
 
 #include "core/result.hpp"
 #include "probes/probes.hpp"
+#include "store/retention_policy.hpp"
 
 namespace gpuwhy::cli {
 
@@ -43,6 +44,9 @@ struct TraceOptions {
   // until it is (at most hold_bound_ms); false: it runs on, and its first calls may be missed.
   bool hold_new_libs = true;
   uint32_t hold_bound_ms = 2000;
+  // Flight recorder (--keep, --max-size): the file keeps a recent window within a size budget,
+  // the oldest data going first; SIGHUP then does not stop the trace.
+  store::RetentionOptions retention;
 };
 
 // Runs a whole trace; returns the exit code (and prints the summary / the one-line error).

@@ -159,6 +159,10 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
                           "the file was damaged (copy it again, or re-record the trace)"};
         return;
       }
+      // A live trace changes between the count above and this read (a chunk committed since,
+      // or, for a flight recorder, aged out): rows beyond the part's share are never written
+      // past it. A chunk that does not fit came after the count; it is left out whole.
+      if (keep == Keep::Most && got[k].n + c.rows > static_cast<size_t>(parts[k].rows)) continue;
       for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
     }
     if (q.failed()) status[k] = q.error(chunks);

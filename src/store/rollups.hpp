@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <span>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -55,7 +55,6 @@ class RollupWriter {
                std::pair<int64_t, int64_t>* rowids = nullptr);
   // The rollup table written to ("api_calls_per_second"); empty when idle.
   std::string_view table() const;
-
 
  private:
   // The rows of one chunk's rollup, seconds counted from `start_ns`, in order of first row.

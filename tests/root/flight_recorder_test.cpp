@@ -5,7 +5,8 @@
 // oldest, with counts that add up with the retention record; explain reads the file while the
 // agent ages out, and states the window and what aged out. A SIGKILL while ageing out leaves a
 // file that stock sqlite3's integrity_check and explain read; --keep drops by age; SIGHUP does
-// not end the recorder and SIGTERM finishes it; a budget below the floor is refused.
+// not end the recorder and SIGTERM finishes it (a plain trace finishes on SIGHUP); a budget below
+// the floor is refused.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -40,6 +41,13 @@ int64_t query_int(const std::string& db, const std::string& sql) {
   return !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-')
              ? std::stoll(v)
              : -1;
+}
+
+// Stock sqlite3 (the test runs it by path: run() does not search PATH).
+std::string sqlite3_path() {
+  for (const char* p : {"/usr/bin/sqlite3", "/usr/local/bin/sqlite3", "/bin/sqlite3"})
+    if (access(p, X_OK) == 0) return p;
+  return "sqlite3";
 }
 
 uint64_t size_of(const std::string& path) {
@@ -137,11 +145,17 @@ TEST_F(FlightRecorder, SizeBudgetHoldsAndTheNewestWindowStays) {
 
   EXPECT_EQ(query1(db, "SELECT status FROM session"), "complete");
   // Stock sqlite3 reads it and finds it sound.
-  RunResult check = run({"sqlite3", "-readonly", db, "PRAGMA integrity_check"});
+  RunResult check = run({sqlite3_path(), "-readonly", db, "PRAGMA integrity_check"});
   EXPECT_EQ(check.out, "ok\n") << check.err;
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM api_calls WHERE pid = " + newest), 50000)
+  EXPECT_EQ(
+      query_int(
+          db, "SELECT count(*) FROM api_calls WHERE name = 'cudaLaunchKernel' AND pid = " + newest),
+      50000)
       << "the newest workload lost calls";
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM api_calls WHERE pid = " + first), 0)
+  EXPECT_EQ(
+      query_int(
+          db, "SELECT count(*) FROM api_calls WHERE name = 'cudaLaunchKernel' AND pid = " + first),
+      0)
       << "the oldest workload was not aged out";
   // Kept + aged out = received, less what never reached the file.
   const int64_t kept = query_int(db, "SELECT count(*) FROM api_calls");
@@ -190,7 +204,7 @@ TEST_F(FlightRecorder, SigkillWhileAgeingOutLeavesAReadableFile) {
   stop = true;
   load.join();
   EXPECT_LE(size_of(db) + size_of(db + "-wal"), kBudget);
-  RunResult check = run({"sqlite3", "-readonly", db, "PRAGMA integrity_check"});
+  RunResult check = run({sqlite3_path(), "-readonly", db, "PRAGMA integrity_check"});
   EXPECT_EQ(check.out, "ok\n") << check.err;
   EXPECT_EQ(query1(db, "SELECT status FROM session"), "recording");
   RunResult e = run({gpuwhy_binary(), "explain", "--db", db});
@@ -213,7 +227,9 @@ TEST_F(FlightRecorder, KeepDropsByAgeAndSighupDoesNotStopIt) {
   RunResult old_run = storm(2000);
   ASSERT_EQ(old_run.exit_code, 0) << old_run.err;
   const auto old_end = std::chrono::steady_clock::now();
-  const std::string old_calls = "SELECT count(*) FROM api_calls WHERE pid = " + storm_pid(old_run);
+  const std::string old_calls =
+      "SELECT count(*) FROM api_calls WHERE name = 'cudaLaunchKernel' AND pid = " +
+      storm_pid(old_run);
   EXPECT_EQ(await(old_calls, 2000), 2000);
 
   // A service manager's reload: the recorder keeps going, into the same file.
@@ -223,7 +239,9 @@ TEST_F(FlightRecorder, KeepDropsByAgeAndSighupDoesNotStopIt) {
   std::this_thread::sleep_until(old_end + 6s);  // the old calls are now older than --keep
   RunResult new_run = storm(2000);
   ASSERT_EQ(new_run.exit_code, 0) << new_run.err;
-  const std::string new_calls = "SELECT count(*) FROM api_calls WHERE pid = " + storm_pid(new_run);
+  const std::string new_calls =
+      "SELECT count(*) FROM api_calls WHERE name = 'cudaLaunchKernel' AND pid = " +
+      storm_pid(new_run);
   EXPECT_EQ(await(new_calls, 2000), 2000);
   EXPECT_EQ(await(old_calls, 0), 0);
   EXPECT_GE(query_int(db, "SELECT events FROM aged_out WHERE name = 'api_calls'"), 2000);
@@ -237,6 +255,17 @@ TEST_F(FlightRecorder, KeepDropsByAgeAndSighupDoesNotStopIt) {
   RunResult e = run({gpuwhy_binary(), "explain", "--db", db});
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("flight recorder (--keep 5"), std::string::npos) << e.out;
+}
+
+// Without --keep/--max-size, a hangup (the terminal went away) finishes the file cleanly.
+TEST_F(FlightRecorder, PlainTraceFinishesOnSighup) {
+  const std::string db = dir.file("t.db");
+  Agent agent(db, flags({}), dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  ASSERT_EQ(storm(1000).exit_code, 0);
+  EXPECT_EQ(agent.stop_with(SIGHUP), 0) << agent.stderr_text();
+  EXPECT_EQ(query1(db, "SELECT status FROM session"), "complete");
+  EXPECT_EQ(query1(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'retention'"), "0");
 }
 
 TEST_F(FlightRecorder, BudgetBelowTheFloorIsRefused) {

@@ -20,7 +20,7 @@ constexpr std::string_view kRowTables[] = {"proc_events", "tcp_retrans"};
 
 // The rollup table of a chunked table ("api_calls" -> "api_calls_per_second"), or empty.
 std::string rollup_of(std::string_view table) {
-  const std::string name = std::string(table) + "_per_second";
+  std::string name = std::string(table) + "_per_second";
   for (std::string_view r : rollup_tables())
     if (r == name) return name;
   return {};
@@ -134,15 +134,24 @@ bool Retention::at_cap() {
 
 bool Retention::wal_has_room() {
   if (opt_.max_bytes == 0) return true;
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    if (wal_bytes() + txn_estimate_ <= plan_.wal_cap) return true;
+  // The checkpoint thread may hold the log for a moment: a few tries, unless a reader is
+  // known to hold it (then one try per batch, not a stall per batch).
+  const int tries = log_held_ ? 1 : 10;
+  for (int attempt = 0; attempt < tries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (wal_bytes() + txn_estimate_ <= plan_.wal_cap) {
+      log_held_ = false;
+      return true;
+    }
     // Fold the log in and truncate it. It fails (SQLITE_BUSY) while a reader still reads frames
     // of it, or while the checkpoint thread holds it for a moment.
     if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr) ==
-        SQLITE_OK)
+        SQLITE_OK) {
+      log_held_ = false;
       return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
+  log_held_ = true;
   return false;
 }
 

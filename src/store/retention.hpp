@@ -63,6 +63,7 @@ class Retention {
   RetentionTotals totals_;
   int64_t last_age_check_ns_ = 0;
   bool urgent_ = false;
+  bool log_held_ = false;  // the last wal_has_room() found a reader holding the log
   uint64_t wal_before_ = 0;
   uint64_t txn_estimate_ = 0;  // bytes the log may grow by in one transaction
 };

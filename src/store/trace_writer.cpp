@@ -216,7 +216,10 @@ Status TraceWriter::write_batch(std::span<const Event> events) {
   if (m.retention) {
     // A reader holding the log past its share of the budget: this batch cannot be written
     // without passing it. Dropped and counted (losses store/over_budget), never written over.
-    if (Status st = m.retention->make_room(now); !st) return st;
+    // An age-out that fails is rolled back whole; the batch is still written (the page cap
+    // guards the budget: at worst it fails and is counted as store/write_error).
+    if (Status st = m.retention->make_room(now); !st)
+      spdlog::debug("ageing out {}: {}", path_, st.error().line());
     if (!m.retention->wal_has_room()) {
       m.retention->drop(events.size());
       return {};
@@ -243,7 +246,8 @@ Status TraceWriter::flush_due() {
   const int64_t now = wall_ns();
   if (m.retention) {
     // An idle trace ages out by time here.
-    if (Status st = m.retention->make_room(now); !st) return st;
+    if (Status st = m.retention->make_room(now); !st)
+      spdlog::debug("ageing out {}: {}", path_, st.error().line());
     if (!m.retention->wal_has_room()) return {};  // the open chunks wait in memory
   }
   return transaction([&] { return m.tables->flush(now - kChunkFlushAgeNs); }, {});

@@ -38,7 +38,8 @@ TEST(RetentionPolicy, SizesTakeBinarySuffixes) {
 }
 
 TEST(RetentionPolicy, BudgetIsSharedBetweenFileAndLog) {
-  for (uint64_t budget : {uint64_t{4} << 20, store::kMinMaxBytes, uint64_t{2} << 30, uint64_t{64} << 30}) {
+  for (uint64_t budget :
+       {uint64_t{4} << 20, store::kMinMaxBytes, uint64_t{2} << 30, uint64_t{64} << 30}) {
     const store::BudgetPlan p = store::plan_budget(budget, 4096);
     EXPECT_LE(p.main_cap_pages * 4096 + p.wal_cap, budget) << budget;
     EXPECT_LE(p.wal_cap, 64u << 20);
@@ -192,6 +193,41 @@ TEST(StoreRetention, SizeBudgetHoldsAndTheNewestWindowStays) {
     }
   EXPECT_TRUE(said);
   EXPECT_EQ(rep.trace.lost_events, 0u) << "aged-out events are not losses";
+}
+
+// A reader that keeps a snapshot open holds the log: the writer may not restart it, so batches
+// that would take it past its share are dropped and counted, and the budget still holds.
+TEST(StoreRetention, AReaderHoldingTheLogCostsBatchesNotTheBudget) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  auto w = make_recorder(path, {.keep_ns = 0, .max_bytes = kBudget});
+  ASSERT_TRUE(w);
+  std::mt19937_64 rng(11);
+  int64_t t = kStart;
+  auto write = [&](int n) {
+    for (int i = 0; i < n; ++i, t += 5 * kMs) {
+      ASSERT_TRUE(w->write_batch(busy_chunk(t, 101, rng)).ok());
+      ASSERT_LE(size_of(path) + size_of(path + "-wal"), kBudget);
+    }
+  };
+  write(20);
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM api_calls_chunks;", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  write(200);  // ~4 MiB: far more than the log's 1 MiB share
+  const uint64_t dropped = w->retention_totals()->dropped;
+  EXPECT_GT(dropped, 0u);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(reader);
+  write(50);  // the reader let go: the log restarts and nothing more is dropped
+  EXPECT_EQ(w->retention_totals()->dropped, dropped);
+  ASSERT_TRUE(w->set_counts({}, {}).ok());
+  auto f = open_trace(path);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(scalar(*f, "SELECT count FROM losses WHERE source = 'store' AND cause = 'over_budget'"),
+            std::to_string(dropped));
 }
 
 TEST(StoreRetention, KeepDropsWhatIsOlderThanTheWindow) {

@@ -32,6 +32,9 @@ TraceInfo trace_info(const TraceRows& rows, const Joins& joins) {
   t.reclaims = rows.reclaim.size();
   t.retransmits = rows.tcp.size();
   for (const LossRow& l : rows.losses) t.lost_events += l.count;
+  t.recorder = rows.aged_out.recorder;
+  t.kept_from_ns = rows.aged_out.window_start_ns;
+  t.aged_out_events = rows.aged_out.events;
   return t;
 }
 
@@ -296,6 +299,20 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                        (f.family == "syscalls" ? "; lock waits and I/O are named by their wakers only"
                                                : "") +
                        "; their absence is not evidence"});
+  }
+  if (rows.aged_out.recorder && rows.aged_out.window_start_ns > 0) {
+    // Aged-out events were dropped on purpose (trace --keep / --max-size), not lost.
+    const TraceRows::AgedOut& a = rows.aged_out;
+    std::string limits;
+    if (a.keep_ns > 0) limits += "--keep " + fmt_duration(a.keep_ns);
+    if (a.max_bytes > 0)
+      limits += (limits.empty() ? "" : " ") + std::string("--max-size ") +
+                store::format_size(a.max_bytes);
+    out.push_back({"aged_out",
+                   "flight recorder (" + limits + "): " + fmt_count(a.events) +
+                       " events aged out before " + fmt_rel(a.window_start_ns - w.trace_start_ns) +
+                       "; the file covers " + fmt_rel(a.window_start_ns - w.trace_start_ns) +
+                       " .. " + fmt_rel(w.trace_end_ns - w.trace_start_ns)});
   }
   if (!rows.session.pid_filter.empty()) {
     out.push_back({"pid_filter", "the trace was limited to pids " + rows.session.pid_filter +

@@ -29,6 +29,10 @@ struct TraceInfo {
   uint64_t calls = 0, processes = 0, threads = 0;
   uint64_t offcpu_intervals = 0, syscalls = 0, block_io = 0, reclaims = 0, retransmits = 0;
   uint64_t lost_events = 0;
+  // A flight recorder's file: events aged out (not lost) before kept_from_ns (0: none).
+  bool recorder = false;
+  int64_t kept_from_ns = 0;
+  uint64_t aged_out_events = 0;
 };
 
 struct Caveat {

@@ -159,6 +159,10 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
                           "the file was damaged (copy it again, or re-record the trace)"};
         return;
       }
+      // A live trace changes between the count above and this read (a chunk committed since,
+      // or, for a flight recorder, aged out): rows beyond the part's share are never written
+      // past it. A chunk that does not fit came after the count; it is left out whole.
+      if (keep == Keep::Most && got[k].n + c.rows > static_cast<size_t>(parts[k].rows)) continue;
       for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
     }
     if (q.failed()) status[k] = q.error(chunks);
@@ -404,6 +408,24 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                                bounds->end_is_last_event);
   if (!window) return window.error();
   rows.window = window.value();
+  // A flight recorder's file: what is older than its window start was aged out (only the chunks
+  // that straddle it keep a little), so the report starts there.
+  if (has_table(db, "retention")) {
+    TraceRows::AgedOut& a = rows.aged_out;
+    st = each_row(db,
+                  "SELECT coalesce(window_start_ns, 0), events, coalesce(keep_ns, 0), "
+                  "coalesce(max_bytes, 0) FROM retention WHERE id = 1",
+                  "retention", [&](Query& q) {
+                    a.recorder = true;
+                    a.window_start_ns = q.i64(0);
+                    a.events = static_cast<uint64_t>(q.i64(1));
+                    a.keep_ns = q.i64(2);
+                    a.max_bytes = static_cast<uint64_t>(q.i64(3));
+                  });
+    if (!st) return st.error();
+    if (a.window_start_ns > rows.window.start_ns && a.window_start_ns < rows.window.end_ns)
+      rows.window.start_ns = a.window_start_ns;
+  }
   if (st = load_lookups(db, rows); !st) return st.error();
 
   const std::unordered_set<uint32_t> wanted(opt.pids.begin(), opt.pids.end());

@@ -233,6 +233,15 @@ struct TraceRows {
     std::string family, state, detail;
   };
   std::vector<FamilyOff> families_off;
+  // A flight recorder's file (trace --keep / --max-size, table `retention`): every event that
+  // ended at or after window_start_ns is in the file; `events` older ones were aged out.
+  struct AgedOut {
+    bool recorder = false;        // the file was written by a flight recorder
+    int64_t window_start_ns = 0;  // 0: nothing aged out yet
+    uint64_t events = 0;
+    int64_t keep_ns = 0;
+    uint64_t max_bytes = 0;
+  } aged_out;
   // Was this family (probe_families.family) not on: left out, off by default, or failed?
   bool family_off(std::string_view family) const;
   // Were calls of this category recorded at entry only (trace --entry-only; family

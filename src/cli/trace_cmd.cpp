@@ -38,6 +38,9 @@ struct TraceFlags {
   bool no_hold = false;
   uint32_t hold_bound_ms = 2000;
   std::string metrics;
+  std::string keep, max_size;
+  std::string max_size_floor = "64M";  // hidden: tests record into smaller budgets
+  uint32_t age_check_ms = 1000;        // hidden: how often --keep is applied
 };
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
@@ -116,6 +119,18 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "Serve Prometheus metrics on http://ADDR/metrics while tracing: a port (9464) "
                   "or :PORT listens on 127.0.0.1, HOST:PORT or [IPV6]:PORT where given "
                   "(docs/metrics.md)");
+  cmd->add_option("--keep", flags->keep,
+                  "Flight recorder: keep only the last DURATION of data (30s, 30m, 12h, 7d); the "
+                  "oldest goes first, and the trace runs until stopped");
+  cmd->add_option("--max-size", flags->max_size,
+                  "Flight recorder: keep the trace file (with its -wal) within SIZE (64M, 2G; at "
+                  "least 64M), dropping the oldest data; the trace runs until stopped");
+  cmd->add_option("--max-size-floor", flags->max_size_floor,
+                  "Smallest --max-size accepted (for tests)")
+      ->group("");
+  cmd->add_option("--age-check-ms", flags->age_check_ms,
+                  "How often --keep is applied, in ms (for tests)")
+      ->group("");
   cmd->add_option("command", flags->command,
                   "A command to launch and trace from its first instruction, after --: only it "
                   "and its descendants are traced, and gpuwhy exits with its status");
@@ -182,6 +197,30 @@ void add_trace_command(CLI::App& root, Runner& run) {
         if (!where) return fail(where.error().line(), where.error().exit_code);
         opt.metrics = *where;
       }
+      if (!flags->keep.empty()) {
+        opt.retention.keep_ns = parse_duration_ns(flags->keep.c_str());
+        if (opt.retention.keep_ns < 1'000'000'000)
+          return fail("--keep '" + flags->keep +
+                          "' is not a duration of at least 1s; use e.g. "
+                          "30m, 12h, 7d",
+                      2);
+      }
+      if (!flags->max_size.empty()) {
+        const auto floor = store::parse_size_bytes(flags->max_size_floor);
+        const auto size = store::parse_size_bytes(flags->max_size);
+        if (!size)
+          return fail("--max-size '" + flags->max_size + "' is not a size; use e.g. 512M, 2G", 2);
+        if (!floor || *size < *floor)
+          return fail("--max-size " + flags->max_size + " is below the smallest budget, " +
+                          flags->max_size_floor +
+                          " (the file's own tables, its write-ahead log and "
+                          "a few seconds of events must fit); give at least " +
+                          flags->max_size_floor,
+                      2);
+        opt.retention.max_bytes = *size;
+      }
+      if (flags->age_check_ms == 0) return fail("--age-check-ms must be at least 1", 2);
+      opt.retention.age_check_ns = int64_t{flags->age_check_ms} * 1'000'000;
       return run_trace(opt);
     };
     (void)cmd;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -77,6 +78,34 @@ store::SessionInfo make_session_info(const TraceOptions& opt, const std::set<uin
 
 // The kernel's dev_t (major << 20 | minor) as user space's st_dev encodes it.
 uint64_t user_dev(uint32_t kernel_dev) { return makedev(kernel_dev >> 20, kernel_dev & 0xfffff); }
+
+std::string format_utc_ns(int64_t ns) {
+  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &t);
+  return buf;
+}
+
+// The flight recorder's line after the summary: what the file still covers, what went.
+void print_retention(const store::TraceWriter& w) {
+  const auto r = w.retention_totals();
+  if (!r) return;
+  if (r->age_outs == 0 && r->dropped == 0) {
+    std::fprintf(stderr, "gpuwhy: flight recorder: nothing was aged out\n");
+    return;
+  }
+  std::string line = "gpuwhy: flight recorder: " + std::to_string(r->events) + " events (" +
+                     std::to_string(r->bytes >> 20) + " MiB encoded) aged out in " +
+                     std::to_string(r->age_outs) + " steps; the file covers every event that " +
+                     "ended after " + format_utc_ns(r->window_start_ns.value_or(0));
+  if (r->dropped > 0)
+    line += "; " + std::to_string(r->dropped) +
+            " events were dropped while a reader held the write-ahead log (losses "
+            "store/over_budget)";
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 // The trace file and everything that writes to it. The writer thread writes event batches; the
 // discovery loop adds libraries and processes; the mutex keeps their transactions apart.
@@ -564,7 +593,8 @@ int TraceSession::run() {
     metrics_ = std::move(m.value());
     spdlog::info("serving metrics on http://{}/metrics", opt_.metrics->text());
   }
-  install_stop_signals();
+  // A flight recorder runs as a service: SIGHUP (a reload, a closed terminal) must not end it.
+  install_stop_signals(/*hangup_stops=*/!opt_.retention.on());
   if (command_) forward_stop_signals_to(command_->pid());
   const auto t0 = SteadyClock::now();
   clock_ = ClockConverter::calibrate();
@@ -598,7 +628,8 @@ int TraceSession::run() {
                  probes_->rtld_hook_detail());
   holds_ = std::make_unique<ProcessHolds>(std::chrono::milliseconds(opt_.hold_bound_ms));
 
-  auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, pid_filter_, clock_));
+  auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, pid_filter_, clock_),
+                                           opt_.retention);
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
   rec_->keep_secret_args(opt_.keep_secret_args);
@@ -768,6 +799,7 @@ int TraceSession::run() {
   print_summary(stderr, SteadyClock::now() - t0, final_counts, rec_->process_count(),
                 libs_.size(), probes_attached_, rec_->writer().path(),
                 rec_->writer().bytes_on_disk());
+  print_retention(rec_->writer());
   return finish_command(0);
 }
 

@@ -11,6 +11,7 @@
 #include "core/result.hpp"
 #include "metrics/listen_address.hpp"
 #include "probes/probes.hpp"
+#include "store/retention_policy.hpp"
 
 namespace gpuwhy::cli {
 
@@ -47,6 +48,9 @@ struct TraceOptions {
   uint32_t hold_bound_ms = 2000;
   // trace --metrics: serve Prometheus metrics here while tracing (docs/metrics.md).
   std::optional<metrics::ListenAddress> metrics;
+  // Flight recorder (--keep, --max-size): the file keeps a recent window within a size budget,
+  // the oldest data going first; SIGHUP then does not stop the trace.
+  store::RetentionOptions retention;
 };
 
 // Runs a whole trace; returns the exit code (and prints the summary / the one-line error).

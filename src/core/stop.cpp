@@ -33,15 +33,30 @@ void on_signal(int sig, siginfo_t* info, void*) {
     _exit(130);
   }
 }
+// A service manager's "reload": the flight recorder writes one file in place and logs to stderr,
+// so there is nothing to re-open; recording goes on.
+void on_hangup(int) {
+  say("gpuwhy: SIGHUP: still recording into the same file (nothing to re-open: the trace is "
+      "written in place and logs go to stderr); SIGTERM or Ctrl-C stops it\n");
+}
 }  // namespace
 
-void install_stop_signals() {
+void install_stop_signals(bool hangup_stops) {
   struct sigaction sa {};
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  if (hangup_stops) {
+    sigaction(SIGHUP, &sa, nullptr);
+  } else {
+    struct sigaction hup {};
+    hup.sa_handler = on_hangup;
+    hup.sa_flags = SA_RESTART;
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, nullptr);
+  }
   signal(SIGPIPE, SIG_IGN);
 }
 

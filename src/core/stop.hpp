@@ -10,7 +10,9 @@
 
 namespace gpuwhy {
 
-void install_stop_signals();
+// `hangup_stops`: SIGHUP is a stop signal too (a plain trace whose terminal went away finishes
+// its file). Otherwise (the flight recorder, a service) SIGHUP is noted on stderr and ignored.
+void install_stop_signals(bool hangup_stops = true);
 bool stop_requested();
 bool hurry_requested();  // a second signal came
 void request_stop();

@@ -143,6 +143,11 @@ json explain_json(const Report& r) {
              {"reclaims", r.trace.reclaims},
              {"retransmits", r.trace.retransmits},
              {"lost_events", r.trace.lost_events}};
+  if (r.trace.recorder)  // trace --keep / --max-size: aged out on purpose, not lost
+    trace["aged_out"] = {
+        {"events", r.trace.aged_out_events},
+        {"before_rel_ns",
+         r.trace.kept_from_ns > 0 ? json(r.trace.kept_from_ns - origin) : json(nullptr)}};
   json caveats = json::array();
   for (const analysis::Caveat& c : r.caveats)
     caveats.push_back({{"kind", c.kind}, {"text", c.text}});

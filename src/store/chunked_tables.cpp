@@ -74,6 +74,18 @@ Result<ChunkSink> ChunkSink::prepare(sqlite3* db, const ChunkedTable& table) {
   auto rollup = RollupWriter::prepare(db, table);
   if (!rollup) return rollup.error();
   s.rollup_ = std::move(rollup.value());
+  // A flight recorder file notes each chunk's rollup rows, to age them out with the chunk.
+  if (!s.rollup_.table().empty()) {
+    auto spans = has_table(db, "rollup_spans");
+    if (!spans) return spans.error();
+    if (*spans) {
+      auto ins = Stmt::prepare(
+          db, "INSERT INTO rollup_spans(tbl, chunk, first_row, last_row) VALUES (?,?,?,?)",
+          "preparing inserts into rollup_spans");
+      if (!ins) return ins.error();
+      s.span_insert_ = std::move(ins.value());
+    }
+  }
   return s;
 }
 
@@ -116,7 +128,8 @@ Status ChunkSink::write(uint64_t key, Open& open) {
   // From here the rows are lost if anything fails: the caller rolls the transaction back, and
   // with it whatever of the chunk and its rollup rows was written.
   written_since_mark_ += n;
-  const Status rolled = rollup_.write(b, pid, tid);  // before encode() empties the builder
+  std::pair<int64_t, int64_t> rollup_rows{0, 0};
+  const Status rolled = rollup_.write(b, pid, tid, &rollup_rows);  // before encode() empties it
   const std::string blob = open.rows.encode(t.ts);
   if (!rolled) return rolled;
   insert_.i64(1, pid);
@@ -126,6 +139,13 @@ Status ChunkSink::write(uint64_t key, Open& open) {
   insert_.i64(5, n);
   sqlite3_bind_blob(insert_.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
   if (insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing " + t.chunks());
+  if (span_insert_ && rollup_rows.first != 0) {
+    span_insert_.text(1, rollup_.table());
+    span_insert_.i64(2, sqlite3_last_insert_rowid(db_));
+    span_insert_.i64(3, rollup_rows.first);
+    span_insert_.i64(4, rollup_rows.second);
+    if (span_insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing rollup_spans");
+  }
   return {};
 }
 

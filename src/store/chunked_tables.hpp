@@ -87,6 +87,7 @@ class ChunkSink {
   const ChunkedTable* table_ = nullptr;
   Stmt insert_;
   RollupWriter rollup_;
+  Stmt span_insert_;  // flight recorder files: which rollup rows each chunk wrote (retention.hpp)
   std::unordered_map<uint64_t, Open> open_;  // (pid << 32 | tid) -> rows not yet written
   uint64_t written_since_mark_ = 0;
 };

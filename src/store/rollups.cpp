@@ -188,7 +188,11 @@ std::vector<RollupRow> RollupWriter::roll(const ChunkBuilder& b, int64_t start_n
   return out;
 }
 
-Status RollupWriter::write(const ChunkBuilder& rows, int64_t pid, int64_t tid) {
+std::string_view RollupWriter::table() const { return spec_ ? spec_->table : std::string_view(); }
+
+Status RollupWriter::write(const ChunkBuilder& rows, int64_t pid, int64_t tid,
+                           std::pair<int64_t, int64_t>* rowids) {
+  if (rowids) *rowids = {0, 0};
   if (!spec_ || rows.empty()) return {};
   auto start = session_start();
   if (!start) return start.error();
@@ -201,6 +205,11 @@ Status RollupWriter::write(const ChunkBuilder& rows, int64_t pid, int64_t tid) {
     }
     if (insert_.run() != SQLITE_DONE)
       return sqlite_error(db_, "writing " + std::string(spec_->table));
+    if (rowids) {
+      const int64_t id = sqlite3_last_insert_rowid(db_);
+      if (rowids->first == 0) rowids->first = id;
+      rowids->second = id;
+    }
   }
   return {};
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -48,9 +49,12 @@ class RollupWriter {
   static Result<RollupWriter> prepare(sqlite3* db, const ChunkedTable& table);
 
   // The rollup rows of one chunk's rows (before ChunkBuilder::encode empties them), all of
-  // thread (pid, tid), into its table.
-  Status write(const ChunkBuilder& rows, int64_t pid, int64_t tid);
-
+  // thread (pid, tid), into its table. `rowids`, when given, gets the first and last rowid
+  // written (one range: they are inserted one after the other), {0, 0} when none was.
+  Status write(const ChunkBuilder& rows, int64_t pid, int64_t tid,
+               std::pair<int64_t, int64_t>* rowids = nullptr);
+  // The rollup table written to ("api_calls_per_second"); empty when idle.
+  std::string_view table() const;
 
  private:
   // The rows of one chunk's rollup, seconds counted from `start_ns`, in order of first row.

@@ -17,6 +17,7 @@
 #include "core/result.hpp"
 #include "discover/discover.hpp"
 #include "model/events.hpp"
+#include "store/retention_policy.hpp"
 
 namespace gpuwhy::store {
 
@@ -80,8 +81,10 @@ struct LossCount {
 class TraceWriter {
  public:
   // Creates a new trace file at `path`. An existing finished file is renamed to `path.old`; a file
-  // another live `gpuwhy trace` is writing is refused (Error says which pid).
-  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const SessionInfo& s);
+  // another live `gpuwhy trace` is writing is refused (Error says which pid). With `retention`
+  // on, it is a flight recorder's file: the oldest data goes by age and size (retention.hpp).
+  static Result<std::unique_ptr<TraceWriter>> create(const std::string& path, const SessionInfo& s,
+                                                     const RetentionOptions& retention = {});
   ~TraceWriter();
 
   // One transaction per call; prepared statements; interned task names. Rows of the chunked
@@ -138,6 +141,8 @@ class TraceWriter {
 
   const std::string& path() const { return path_; }
   uint64_t bytes_on_disk() const;
+  // What the flight recorder aged out so far; nullopt for a trace without --keep/--max-size.
+  std::optional<RetentionTotals> retention_totals() const;
 
  private:
   struct Impl;

@@ -20,6 +20,7 @@
 #include "store/event_tables.hpp"
 #include "store/lookup_tables.hpp"
 #include "store/owned_files.hpp"
+#include "store/retention.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 #include "store/writer_lock.hpp"
@@ -48,6 +49,7 @@ std::string_view schema_sql() {
 struct TraceWriter::Impl {
   ~Impl() {
     checkpointer.reset();
+    retention.reset();
     // Statements first: SQLite closes a connection only once they are finalized.
     tables.reset();
     strings.reset();
@@ -61,6 +63,7 @@ struct TraceWriter::Impl {
   std::optional<WriterLock> lock;  // destroyed last: the file stays ours until it is closed
   sqlite3* db = nullptr;
   std::unique_ptr<Checkpointer> checkpointer;  // declared after db: stopped before db closes
+  std::unique_ptr<Retention> retention;        // trace --keep / --max-size; null otherwise
   std::optional<EventTables> tables;
   std::optional<Interner> strings;
   Stmt begin, commit, rollback, session_commit;
@@ -80,7 +83,8 @@ TraceWriter::TraceWriter(std::string path, std::unique_ptr<Impl> impl)
 TraceWriter::~TraceWriter() = default;
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path,
-                                                         const SessionInfo& s) {
+                                                         const SessionInfo& s,
+                                                         const RetentionOptions& retention) {
   if (auto st = check_trace_path(path); !st) return st.error();
   auto impl = std::make_unique<Impl>();
   auto lock = WriterLock::acquire(path);
@@ -131,6 +135,8 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   if (auto st = exec(db, "BEGIN IMMEDIATE", "creating " + path); !st) return st.error();
   if (auto st = exec(db, schema, "creating the schema of " + path); !st) return st.error();
   if (auto st = fill_lookup_tables(db); !st) return st.error();
+  if (retention.on())
+    if (auto st = Retention::create_schema(db, retention, 4096); !st) return st.error();
   {
     auto ins = Stmt::prepare(
         db,
@@ -164,6 +170,12 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   impl->checkpointer = Checkpointer::start(path);
   if (impl->checkpointer)
     (void)exec(db, "PRAGMA wal_autocheckpoint=16384", "configuring " + path);
+  // A flight recorder's budget sets its own checkpoint cadence and log size (after the above).
+  if (retention.on()) {
+    auto r = Retention::start(db, path, retention);
+    if (!r) return r.error();
+    impl->retention = std::move(r.value());
+  }
 
   auto tables = EventTables::prepare(db);
   if (!tables) return tables.error();
@@ -201,21 +213,49 @@ Status TraceWriter::write_batch(std::span<const Event> events) {
         ev);
   }
   const int64_t now = wall_ns();
-  return transaction([&]() -> Status {
-    if (Status st = m.tables->write(events, *m.strings, now); !st) return st;
-    if (Status st = m.tables->flush(now - kChunkFlushAgeNs); !st) return st;
-    m.session_commit.i64(1, now);
-    m.session_commit.i64(2, last);
-    if (m.session_commit.run() != SQLITE_DONE) return sqlite_error(m.db, "writing session");
-    return {};
-  }, events);
+  if (m.retention) {
+    // A reader holding the log past its share of the budget: this batch cannot be written
+    // without passing it. Dropped and counted (losses store/over_budget), never written over.
+    // An age-out that fails is rolled back whole; the batch is still written (the page cap
+    // guards the budget: at worst it fails and is counted as store/write_error).
+    if (Status st = m.retention->make_room(now); !st)
+      spdlog::debug("ageing out {}: {}", path_, st.error().line());
+    if (!m.retention->wal_has_room()) {
+      m.retention->drop(events.size());
+      return {};
+    }
+    m.retention->before_transaction();
+  }
+  Status st = transaction(
+      [&]() -> Status {
+        if (Status st = m.tables->write(events, *m.strings, now); !st) return st;
+        if (Status st = m.tables->flush(now - kChunkFlushAgeNs); !st) return st;
+        m.session_commit.i64(1, now);
+        m.session_commit.i64(2, last);
+        if (m.session_commit.run() != SQLITE_DONE) return sqlite_error(m.db, "writing session");
+        return {};
+      },
+      events);
+  if (st && m.retention) m.retention->after_commit();
+  return st;
 }
 
 Status TraceWriter::flush_due() {
   Impl& m = *impl_;
   if (m.finished) return {};
   const int64_t now = wall_ns();
+  if (m.retention) {
+    // An idle trace ages out by time here.
+    if (Status st = m.retention->make_room(now); !st)
+      spdlog::debug("ageing out {}: {}", path_, st.error().line());
+    if (!m.retention->wal_has_room()) return {};  // the open chunks wait in memory
+  }
   return transaction([&] { return m.tables->flush(now - kChunkFlushAgeNs); }, {});
+}
+
+std::optional<RetentionTotals> TraceWriter::retention_totals() const {
+  if (!impl_->retention) return std::nullopt;
+  return impl_->retention->totals();
 }
 
 // Runs `body` in one transaction. When it fails, the events of `events` that went to row tables
@@ -520,6 +560,8 @@ Status TraceWriter::set_counts(std::span<const LossCount> losses,
   }
   if (!store_counted && m.failed_events > 0)
     ok = ok && put_loss("store", "write_error", m.failed_events.load());
+  if (m.retention && m.retention->totals().dropped > 0)
+    ok = ok && put_loss("store", "over_budget", m.retention->totals().dropped);
   for (const auto& [source, n] : event_counts) {
     if (!ok) break;
     cins->text(1, source);
@@ -539,6 +581,8 @@ std::string TraceWriter::storage_failure() const {
     return "file_replaced";
   switch (m.last_failure & 0xff) {
     case SQLITE_FULL:
+      // At the flight recorder's page cap, not out of disk: the next batch makes room first.
+      if (m.retention && m.retention->at_cap()) return {};
       return "disk_full";
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
@@ -600,18 +644,28 @@ Status TraceWriter::finish(int64_t end_ns) {
   if (m.finished) return {};
   m.checkpointer.reset();  // the final checkpoint below runs alone
   sqlite3* db = m.db;
+  // A flight recorder makes room for the last open chunks first.
+  if (m.retention) (void)m.retention->make_room(wall_ns(), /*force=*/true);
+  auto mark_complete = [&]() -> Status {
+    auto upd = Stmt::prepare(db, "UPDATE session SET status = 'complete', end_ns = ? WHERE id = 1",
+                             "finishing " + path_);
+    if (!upd) return upd.error();
+    upd->i64(1, end_ns);
+    if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
+    return {};
+  };
   // The last open chunks and the status commit together: a trace marked complete has every row.
-  if (Status st = transaction([&]() -> Status {
-        if (Status f = m.tables->flush(INT64_MAX); !f) return f;
-        auto upd = Stmt::prepare(db, "UPDATE session SET status = 'complete', end_ns = ? WHERE id = 1",
-                                 "finishing " + path_);
-        if (!upd) return upd.error();
-        upd->i64(1, end_ns);
-        if (upd->run() != SQLITE_DONE) return sqlite_error(db, "writing session");
-        return {};
-      }, {});
-      !st)
-    return st;
+  if (Status st = transaction(
+          [&]() -> Status {
+            if (Status f = m.tables->flush(INT64_MAX); !f) return f;
+            return mark_complete();
+          },
+          {});
+      !st) {
+    // At a flight recorder's cap the last rows may not fit: they are counted (store/write_error)
+    // and the file is still marked complete.
+    if (!m.retention || !m.retention->at_cap() || !transaction(mark_complete, {})) return st;
+  }
   m.finished = true;
 
   // Fold the WAL into the database and leave rollback-journal mode: the finished trace is one

@@ -147,10 +147,16 @@ class Recorder {
     if constexpr (std::is_same_v<E, ProcEvent>) {
       if (e.kind == ProcEventKind::Exec) return;  // every exec on the host: not a traced process
     }
-    if constexpr (requires { e.pid; e.tid; }) {
-      if constexpr (std::is_same_v<E, TcpRetrans>) return;  // softirq context: not a traced task
-      else if constexpr (std::is_same_v<E, CpuRun>) return;  // any task of the host
-      else see(e.pid, e.tid, e.ts);
+    if constexpr (requires {
+                    e.pid;
+                    e.tid;
+                  }) {
+      if constexpr (std::is_same_v<E, TcpRetrans>)
+        return;  // softirq context: not a traced task
+      else if constexpr (std::is_same_v<E, CpuRun>)
+        return;  // any task of the host
+      else
+        see(e.pid, e.tid, e.ts);
     }
     if constexpr (std::is_same_v<E, OffCpu>) note_cpus(e.pid, e.tid, e.cpus_allowed);
     if constexpr (std::is_same_v<E, ApiCall> || std::is_same_v<E, CpuSample>) {
@@ -341,16 +347,27 @@ Status TraceSession::validate() const {
   }
   if (geteuid() != 0) {
     return Error{"gpuwhy trace needs root to load BPF programs",
-                 "run it with sudo (or grant CAP_BPF and CAP_PERFMON); 'gpuwhy check' shows what "
+                 "run it with sudo (or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN); 'gpuwhy "
+                 "check' shows what "
                  "is missing"};
   }
   return {};
 }
 
 bool TraceSession::attach_library(const discover::LibraryFile& lib, uint32_t seen_in_pid) {
-  // Known to the dynamic linker's hook under the identity its mappings show, attached or not.
-  if (lib.map_inode) (void)probes_->mark_known(major(lib.map_dev), minor(lib.map_dev), lib.map_inode);
-  (void)probes_->mark_known(major(lib.dev), minor(lib.dev), lib.inode);
+  // Known to the dynamic linker's hook under the identity its mappings show, attached or not;
+  // but only once the attach is over (this guard, on every return). Marked before, a process
+  // mapping the file during the attach (tens of ms under load) was not held and ran its first
+  // calls unprobed, silently: the churn test lost whole processes that way.
+  struct MarkKnown {
+    probes::Probes& probes;
+    const discover::LibraryFile& lib;
+    ~MarkKnown() {
+      if (lib.map_inode)
+        (void)probes.mark_known(major(lib.map_dev), minor(lib.map_dev), lib.map_inode);
+      (void)probes.mark_known(major(lib.dev), minor(lib.dev), lib.inode);
+    }
+  } mark_known_after{*probes_, lib};
   const auto key = std::make_pair(lib.dev, lib.inode);
   if (libs_.count(key)) return false;
   std::lock_guard lock(rec_->mu());
@@ -452,8 +469,10 @@ void TraceSession::on_new_file(const LibMapped& m) {
   const std::vector<std::string> attached = scan_process(m.pid);
   (void)probes_->mark_known(m.dev >> 20, m.dev & 0xfffff, m.inode);
   const std::string lib = attached.empty() ? m.name : attached.front();
-  if (!held) note_gap(m.pid, "not_held", lib);
-  else if (!holds_->release(m.pid)) note_gap(m.pid, "hold_timeout", lib);
+  if (!held)
+    note_gap(m.pid, "not_held", lib);
+  else if (!holds_->release(m.pid))
+    note_gap(m.pid, "hold_timeout", lib);
 }
 
 void TraceSession::continue_held_in(std::vector<Event> hints) {
@@ -563,8 +582,10 @@ TraceCounts TraceSession::counts() const {
     c.py_unsupported = py_->unsupported_processes();
   }
   c.dropped = dropped_.load();
-  if (stopping_early_) c.stop_cause = stop_cause_;
-  else if (hurry_requested()) c.stop_cause = "interrupted";
+  if (stopping_early_)
+    c.stop_cause = stop_cause_;
+  else if (hurry_requested())
+    c.stop_cause = "interrupted";
   return c;
 }
 
@@ -623,9 +644,10 @@ int TraceSession::run() {
   probes_ = std::move(probes.value());
   for (const auto& w : probes_->warnings()) spdlog::warn("{}", w);
   if (!probes_->has_rtld_hook())
-    spdlog::warn("no dynamic linker hook ({}): a runtime at a new path is found after the process "
-                 "mapped it, and its first calls may be missed (counted as found_late)",
-                 probes_->rtld_hook_detail());
+    spdlog::warn(
+        "no dynamic linker hook ({}): a runtime at a new path is found after the process "
+        "mapped it, and its first calls may be missed (counted as found_late)",
+        probes_->rtld_hook_detail());
   holds_ = std::make_unique<ProcessHolds>(std::chrono::milliseconds(opt_.hold_bound_ms));
 
   auto writer = store::TraceWriter::create(opt_.out, make_session_info(opt_, pid_filter_, clock_),
@@ -637,14 +659,13 @@ int TraceSession::run() {
   if (opt_.python_stacks)
     py_ = std::make_unique<PythonStacks>(
         [this](uint64_t key, gw_py_stack* out) { return probes_->python_stack(key, out); });
-  if (Status s = rec_->writer().set_probe_family(
-          "python_stacks", opt_.python_stacks ? "on" : "off",
-          opt_.python_stacks ? "" : "trace --no-python");
+  if (Status s = rec_->writer().set_probe_family("python_stacks", opt_.python_stacks ? "on" : "off",
+                                                 opt_.python_stacks ? "" : "trace --no-python");
       !s)
     return fail(s.error().line());
   for (const probes::FamilyState& f : probes_->family_states()) {
-    if (Status s = rec_->writer().set_probe_family(probes::host_family_name(f.family), f.state,
-                                                   f.detail);
+    if (Status s =
+            rec_->writer().set_probe_family(probes::host_family_name(f.family), f.state, f.detail);
         !s)
       return fail(s.error().line());
   }
@@ -673,12 +694,13 @@ int TraceSession::run() {
     // Launches and the like return at once; the other categories' durations are what explain
     // measures host waits, copies and collectives with.
     if (c != Category::Launch && c != Category::Graph && c != Category::StreamWait)
-      spdlog::warn("--entry-only {}: these calls will have no durations; explain cannot tell how "
-                   "long the host waited in them", category_name(c));
+      spdlog::warn(
+          "--entry-only {}: these calls will have no durations; explain cannot tell how "
+          "long the host waited in them",
+          category_name(c));
   }
 
-  reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_,
-                                                 reader_options());
+  reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_, reader_options());
   if (Status s = reader_->open(probes_->events_ring_fd(), probes_->lifecycle_ring_fd()); !s)
     return fail(s.error().line());
 
@@ -698,16 +720,18 @@ int TraceSession::run() {
   for (uint32_t pid : pid_filter_) (void)probes_->track_pid(pid);
   for (const std::string& path : opt_.libs) {
     auto lib = discover::describe_library(path);
-    if (lib) attach_library(*lib, 0);
-    else spdlog::warn("--lib {}: {}", path, lib.error().line());
+    if (lib)
+      attach_library(*lib, 0);
+    else
+      spdlog::warn("--lib {}: {}", path, lib.error().line());
   }
   if (opt_.host_libraries && pid_filter_.empty())
     for (const auto& lib : discover::host_gpu_libraries()) attach_library(lib, 0);
   scan_all();
   started_ = true;
   const auto attached_after = SteadyClock::now() - t0;
-  spdlog::info("probes attached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               attached_after).count());
+  spdlog::info("probes attached in {} ms",
+               std::chrono::duration_cast<std::chrono::milliseconds>(attached_after).count());
 
   if (!opt_.ready_file.empty()) {
     auto fd = store::replace_private_file(opt_.ready_file, "the ready file");
@@ -736,7 +760,7 @@ int TraceSession::run() {
   while (!stop_requested() && SteadyClock::now() < deadline) {
     hints_.wait(20ms);  // at once for a process held at the dynamic linker's hook
     handle_hints();
-    if (command_ && command_->poll()) break;  // the command ended: so does its trace
+    if (command_ && command_->poll()) break;     // the command ended: so does its trace
     if (SteadyClock::now() >= next_full_scan) {  // backstop for anything the hints missed
       scan_all();
       next_full_scan = SteadyClock::now() + 10s;
@@ -745,8 +769,7 @@ int TraceSession::run() {
     // the run, then reported as written.
     if (SteadyClock::now() >= next_file_check) {
       std::unique_lock lock(rec_->mu());
-      if (rec_->writer().storage_failure() == "file_replaced")
-        stop_recording("file_replaced", "");
+      if (rec_->writer().storage_failure() == "file_replaced") stop_recording("file_replaced", "");
       next_file_check = SteadyClock::now() + 1s;
     }
     // counts() reads the per-CPU kernel counters: only worth it when a line is shown.
@@ -761,12 +784,13 @@ int TraceSession::run() {
   // Shutdown order: stop new events at the source, drain the rings, then finish the file.
   const auto t_detach = SteadyClock::now();
   probes_->detach_all();
-  spdlog::info("probes detached in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               SteadyClock::now() - t_detach).count());
-  auto open_batches = hurry_requested() || stopping_early_
-                          ? Result<std::vector<std::vector<uint8_t>>>(
-                                std::vector<std::vector<uint8_t>>{})
-                          : probes_->open_launch_batches();
+  spdlog::info(
+      "probes detached in {} ms",
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t_detach).count());
+  auto open_batches =
+      hurry_requested() || stopping_early_
+          ? Result<std::vector<std::vector<uint8_t>>>(std::vector<std::vector<uint8_t>>{})
+          : probes_->open_launch_batches();
   if (!open_batches) {
     // Rare (the iterator is part of the loaded object); the launches are gone, so say so.
     spdlog::warn("{}: the last launches of threads still running at stop are missing",
@@ -796,9 +820,8 @@ int TraceSession::run() {
     fin = rec_->writer().finish(wall_ns());
   }
   if (!fin) return fail(fin.error().line());
-  print_summary(stderr, SteadyClock::now() - t0, final_counts, rec_->process_count(),
-                libs_.size(), probes_attached_, rec_->writer().path(),
-                rec_->writer().bytes_on_disk());
+  print_summary(stderr, SteadyClock::now() - t0, final_counts, rec_->process_count(), libs_.size(),
+                probes_attached_, rec_->writer().path(), rec_->writer().bytes_on_disk());
   print_retention(rec_->writer());
   return finish_command(0);
 }
@@ -833,16 +856,16 @@ int TraceSession::finish_early(SteadyClock::time_point t0, int exit_code) {
   const uint64_t lost = c.lost() + rec_->writer().lost_rows() - c.write_errors;
   char when[32];
   std::snprintf(when, sizeof when, "%.1f s", secs);
-  const std::string kept =
-      st ? "it keeps what was committed before, marked 'stopped'"
-         : "it keeps what was committed before but could not be marked (" + st.error().what +
-               "): it reads as 'recording'";
+  const std::string kept = st ? "it keeps what was committed before, marked 'stopped'"
+                              : "it keeps what was committed before but could not be marked (" +
+                                    st.error().what + "): it reads as 'recording'";
   const std::string lost_text = std::to_string(lost) + " events lost";
   if (c.stop_cause == "disk_full")
     return fail("the disk holding " + path + " is full: recording stopped after " + when + "; " +
                 kept + "; " + lost_text + "; free some space or trace to another disk (--out)");
   if (c.stop_cause == "file_replaced")
-    return fail(path + " was removed, renamed or replaced while recording: recording stopped after " +
+    return fail(path +
+                " was removed, renamed or replaced while recording: recording stopped after " +
                 when + "; what was written went with the old file; " + lost_text +
                 "; do not move or delete a trace while gpuwhy writes it");
   if (c.stop_cause == "io_error")

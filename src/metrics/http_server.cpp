@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics/http_server.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -38,22 +38,31 @@ Error listen_error(const ListenAddress& where, const std::string& why) {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::listen(const ListenAddress& where, Render render,
                                                        std::chrono::milliseconds client_timeout) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(where.port);
-  if (int rc = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-    return listen_error(where, gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> list(found, freeaddrinfo);
-  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  // Numeric addresses only (and "localhost"): the binary is static, and glibc's resolver
+  // (getaddrinfo, NSS) would need the shared libraries of the glibc it was built with.
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  const std::string host = where.host == "localhost" ? "127.0.0.1" : where.host;
+  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+      inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(where.port);
+    addr_len = sizeof(sockaddr_in);
+  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+             inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(where.port);
+    addr_len = sizeof(sockaddr_in6);
+  } else {
+    return listen_error(where, "not a numeric IPv4 or IPv6 address (host names are not resolved)");
+  }
+  int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return listen_error(where, std::strerror(errno));
   // A restarted trace may rebind at once (old connections in TIME_WAIT); a live listener on the
   // port still refuses it.
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 64) != 0) {
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0 || ::listen(fd, 64) != 0) {
     const int err = errno;
     close(fd);
     return listen_error(where, std::strerror(err));

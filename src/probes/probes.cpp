@@ -136,7 +136,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
     const int e = -err;
     if (e == EPERM)
       return Error{"the kernel refused to load BPF programs (operation not permitted)",
-                   "run as root (sudo) or grant CAP_BPF and CAP_PERFMON"};
+                   "run as root (sudo), or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (start-up uprobes need it on current kernels; docs/install.md)"};
     // The verifier answers EACCES for an access it judges unsafe: a program of this build does
     // not pass this kernel's verifier, which no privilege changes.
     if (e == EACCES)

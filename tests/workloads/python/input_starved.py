@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+# A Python training loop starved by its data loader, for the root test of culprit Python lines
+# (tests/root/python_culprit_test.cpp). The main thread makes GPU calls through ctypes (the
+# simulated runtime) and then blocks reading the next batch from a pipe; a loader thread (named
+# "loader") fills the pipe after CPU work on the line marked HOT. explain's io_stall chain must
+# name the loader thread and that line. The first calls are made at once, before the tracer can
+# know the interpreter's layout (the test counts them). Usage: python3 input_starved.py
+# <libcudart.so.13> [batches]
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+lib = ctypes.CDLL(sys.argv[1])
+BATCHES = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+lib.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+lib.cudaFree.argtypes = [ctypes.c_void_p]
+lib.cudaDeviceSynchronize.argtypes = []
+libc = ctypes.CDLL(None)
+PR_SET_NAME = 15
+
+
+def produce(n):
+    acc = sum(range(n))  # HOT produce
+    return acc
+
+
+def loader(w):
+    libc.prctl(PR_SET_NAME, b"loader", 0, 0, 0)
+    for _ in range(BATCHES):
+        batch = produce(3_000_000)
+        os.write(w, batch.to_bytes(8, "little"))
+    os.close(w)
+
+
+def step():
+    p = ctypes.c_void_p()
+    lib.cudaMalloc(ctypes.byref(p), 1 << 20)
+    lib.cudaFree(p)
+    lib.cudaDeviceSynchronize()
+
+
+def main():
+    for _ in range(50):  # at once: some of these precede the tracer's discovery of the process
+        step()
+    time.sleep(1.0)  # the tracer gives the probes this interpreter's layout meanwhile
+    r, w = os.pipe()
+    t = threading.Thread(target=loader, args=(w,))
+    t.start()
+    while True:
+        raw = os.read(r, 8)  # the main thread waits for the loader's next batch
+        if not raw:
+            break
+        for _ in range(3):
+            step()
+    t.join()
+    print(json.dumps({"workload": "input_starved", "pid": os.getpid(),
+                      "loader_tid": t.native_id}), flush=True)
+
+
+main()

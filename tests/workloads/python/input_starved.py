@@ -46,6 +46,9 @@ def main():
     for _ in range(50):  # at once: some of these precede the tracer's discovery of the process
         step()
     time.sleep(1.0)  # the tracer gives the probes this interpreter's layout meanwhile
+    # Where the loop begins (wall ns, the trace's clock): the test explains from here on, so
+    # that the sleep above (3.10 sleeps in select(), read as a wait for data) is not in view.
+    loop_ns = time.time_ns()
     r, w = os.pipe()
     t = threading.Thread(target=loader, args=(w,))
     t.start()
@@ -57,7 +60,7 @@ def main():
             step()
     t.join()
     print(json.dumps({"workload": "input_starved", "pid": os.getpid(),
-                      "loader_tid": t.native_id}), flush=True)
+                      "loader_tid": t.native_id, "loop_ns": loop_ns}), flush=True)
 
 
 main()

@@ -255,8 +255,9 @@ TEST_P(PythonFrames, HiddenSyncNamesThePythonLine) {
 // A chain whose culprit is another thread of the job names what that thread ran in Python, from
 // the CPU samples' Python stacks: the main thread waits in read() on a pipe that a loader thread
 // fills after CPU work on a known line, and explain's io_stall chain names the loader thread and
-// "input_starved.py:<n> in produce: acc = sum(range(n))". The calls made before the tracer knew
-// the interpreter's layout are counted exactly: explain's caveat says as many as the file holds.
+// "input_starved.py:<n> in produce: digest = hashlib.sha256(RAW).digest()". The calls made
+// before the tracer knew the interpreter's layout are counted exactly: explain's caveat says as
+// many as the file holds.
 TEST_P(PythonFrames, CulpritThreadNamesItsPythonLine) {
   const std::string db = dir.file("t.db");
   Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
@@ -291,8 +292,9 @@ TEST_P(PythonFrames, CulpritThreadNamesItsPythonLine) {
   const json report = json::parse(ex.out);
   const json* io = nullptr;
   for (const json& c : report["chains"])
-    if (c["kind"] == "io_stall") io = &c;
-  ASSERT_NE(io, nullptr) << "no io_stall chain";
+    if (c["kind"] == "io_stall" && std::to_string(c["process"]["pid"].get<int64_t>()) == pid)
+      io = &c;
+  ASSERT_NE(io, nullptr) << "no io_stall chain for pid " << pid;
   ASSERT_TRUE((*io)["culprit"].is_object()) << io->dump(2);
   ASSERT_TRUE((*io)["culprit"].contains("tid")) << "not a thread: " << io->dump(2);
   EXPECT_EQ(std::to_string((*io)["culprit"]["tid"].get<int64_t>()), loader) << io->dump(2);

@@ -2,11 +2,13 @@
 # A Python training loop starved by its data loader, for the root test of culprit Python lines
 # (tests/root/python_culprit_test.cpp). The main thread makes GPU calls through ctypes (the
 # simulated runtime) and then blocks reading the next batch from a pipe; a loader thread (named
-# "loader") fills the pipe after CPU work on the line marked HOT. explain's io_stall chain must
+# "loader") fills the pipe after CPU work on the line marked HOT (hashing, which releases the GIL
+# as decoding in C does: the main thread waits for the data, not for the GIL). explain's io_stall chain must
 # name the loader thread and that line. The first calls are made at once, before the tracer can
 # know the interpreter's layout (the test counts them). Usage: python3 input_starved.py
 # <libcudart.so.13> [batches]
 import ctypes
+import hashlib
 import json
 import os
 import sys
@@ -22,16 +24,19 @@ libc = ctypes.CDLL(None)
 PR_SET_NAME = 15
 
 
-def produce(n):
-    acc = sum(range(n))  # HOT produce
-    return acc
+RAW = bytes(16 << 20)
+
+
+def produce():
+    digest = hashlib.sha256(RAW).digest()  # HOT produce
+    return digest
 
 
 def loader(w):
     libc.prctl(PR_SET_NAME, b"loader", 0, 0, 0)
     for _ in range(BATCHES):
-        batch = produce(3_000_000)
-        os.write(w, batch.to_bytes(8, "little"))
+        batch = produce()
+        os.write(w, batch[:8])
     os.close(w)
 
 

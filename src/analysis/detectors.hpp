@@ -132,7 +132,7 @@ std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& cal
 std::string top_python_site(const Context& ctx, const std::vector<uint32_t>& calls);
 // What a culprit task was running in Python while it held the victim back, from its CPU samples
 // in [from, to) (their Python stacks, ABI 6): "loader (tid 1005) was on the CPU in
-// loader.py:41 in produce: batch = decode(raw) (83% of its 120 samples)", its top two lines by
+// loader.py:41 in produce: batch = decode(raw) (83.0% of its 120 samples)", its top two lines by
 // samples; a culprit with tid 0 is its whole process. Empty when none of its samples in that
 // time has a Python line (not a Python process, samples off, an older trace).
 std::string culprit_python_line(const Context& ctx, const Task& culprit, int64_t from, int64_t to);

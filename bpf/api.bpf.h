@@ -423,7 +423,7 @@ static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struc
 	p->stack_id = gw_user_stack(ctx);
 	/* The Python line behind the call; not on a launch whose memory words are sampled out (the
 	 * same sampling: a launch's cost stays where it was). */
-	p->py_stack = gw_cfg.python_stacks && read_mem ? gw_py_stack(task, &tc->py_tstate, &tc->py_misses) : 0;
+	p->py_stack = gw_cfg.python_stacks && read_mem ? gw_py_stack(task, &tc->py_tstate, &tc->py_misses, GW_PY_SLOT_API) : 0;
 	if (spec->entry_only) {
 		/* With the stack full, the slot was its oldest call's: that call is lost, as a push
 		 * would have lost it. */

@@ -4,13 +4,50 @@
  * space, gw_config.sample_period_ns apart) finds the running task; a traced one is recorded with
  * the syscall it is in and whether the timer interrupted kernel code. The off-CPU intervals say
  * where a thread waited; these say where its CPU time went, a syscall's included, without the
- * syscall tracepoints' cost on every syscall of the host.
+ * syscall tracepoints' cost on every syscall of the host. In a Python process whose layout is
+ * known, the sample also carries the thread's Python stack (python.bpf.h): the line a data loader
+ * or a lock holder was running while the GPU thread waited for it.
  */
 #ifndef GPUWHY_CPU_BPF_H
 #define GPUWHY_CPU_BPF_H
 
 #include "gpuwhy.bpf.h"
-#include "api.bpf.h" /* gw_user_stack */
+#include "api.bpf.h" /* gw_user_stack, gw_thread_calls, gw_py_stack */
+
+/* The remembered thread state of a sampled thread that has no API-call storage (it never made a
+ * GPU call): created only for threads of Python processes. */
+struct gw_py_thread {
+	__u64 tstate; /* as gw_thread_calls.py_tstate */
+	__u32 misses;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gw_py_thread);
+} gw_py_threads SEC(".maps");
+
+/* The sampled thread's Python stack key, 0 when none: the same walk, depth and map as an API
+ * call's, with a scratch of its own (the timer can interrupt an API probe's walk). A thread that
+ * makes GPU calls shares the state address its probes remember. */
+static __always_inline __u64 gw_py_sample_stack(struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+	struct gw_thread_calls *tc;
+	struct gw_py_thread *pt;
+
+	if (!gw_cfg.python_stacks || !bpf_map_lookup_elem(&gw_py_procs, &tgid))
+		return 0;
+	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
+	if (tc)
+		return gw_py_stack(task, &tc->py_tstate, &tc->py_misses, GW_PY_SLOT_SAMPLE);
+	pt = bpf_task_storage_get(&gw_py_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!pt)
+		return 0;
+	return gw_py_stack(task, &pt->tstate, &pt->misses, GW_PY_SLOT_SAMPLE);
+}
 
 SEC("perf_event")
 int gw_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -35,6 +72,7 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	rec->kernel = (cs & 3) == 0;
 	rec->pad = 0;
 	rec->stack_id = gw_user_stack(ctx);
+	rec->py_stack = gw_py_sample_stack(bpf_get_current_task_btf());
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

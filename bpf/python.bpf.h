@@ -3,7 +3,9 @@
  * The Python stack of a GPU API call: the calling thread's CPython frames, each copied as {code
  * object address, instruction index} only; user space names them (src/discover/python_*.cpp).
  * Included by api.bpf.h; runs at the entry of every recorded call but the launches whose
- * arguments are not sampled (their hot path never comes here).
+ * arguments are not sampled (their hot path never comes here), and in the CPU sampling program
+ * (cpu.bpf.h) for the threads of Python processes: what a thread that makes no GPU call (a data
+ * loader, a lock holder) was running in Python.
  *
  * The thread's state is found by its thread id in the interpreter's thread list, not through the
  * "current thread state": that is empty while the thread is in a C call with the GIL released,
@@ -39,7 +41,8 @@ struct {
 } gw_py_stacks SEC(".maps");
 
 /* Room for a stack being built and the raw bytes of a thread state and a frame: more than the
- * 512 bytes of a BPF stack. */
+ * 512 bytes of a BPF stack. One per CPU and walker: the sampling timer's interrupt can come in the
+ * middle of an API probe's walk on the same CPU, and must not overwrite its scratch. */
 struct gw_py_scratch {
 	struct gw_py_stack stack;
 	__u8 tstate[GW_PY_READ_TSTATE];
@@ -48,10 +51,13 @@ struct gw_py_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct gw_py_scratch);
 } gw_py_scratch SEC(".maps");
+
+#define GW_PY_SLOT_API 0    /* gw_py_scratch of the API entry probes */
+#define GW_PY_SLOT_SAMPLE 1 /* gw_py_scratch of the CPU sampling program */
 
 /* A u64 at a layout offset in a buffer of `size` bytes; 0 when the offset is out of range. */
 #define gw_py_u64(buf, size, off) \
@@ -70,13 +76,13 @@ struct gw_py_walk {
 	__u32 found;           /* the thread walk found the caller's state */
 	__u32 fail;            /* a frame could not be read */
 	__u32 tgid;
+	__u32 slot;            /* GW_PY_SLOT_*: whose scratch */
+	__u32 pad;
 };
 
-static __always_inline struct gw_py_scratch *gw_py_scratch_get(void)
+static __always_inline struct gw_py_scratch *gw_py_scratch_get(__u32 slot)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&gw_py_scratch, &zero);
+	return bpf_map_lookup_elem(&gw_py_scratch, &slot);
 }
 
 /* Is the thread state whose bytes are in s->tstate the caller's? */
@@ -91,7 +97,7 @@ static __always_inline bool gw_py_tstate_mine(struct gw_py_scratch *s, const str
 static long gw_py_thread_step(__u32 i, void *arg)
 {
 	struct gw_py_walk *w = arg;
-	struct gw_py_scratch *s = gw_py_scratch_get();
+	struct gw_py_scratch *s = gw_py_scratch_get(w->slot);
 
 	if (!s || !w->ts || bpf_probe_read_user(s->tstate, GW_PY_READ_TSTATE, (void *)w->ts))
 		return 1;
@@ -107,7 +113,7 @@ static long gw_py_thread_step(__u32 i, void *arg)
 static long gw_py_frame_step(__u32 i, void *arg)
 {
 	struct gw_py_walk *w = arg;
-	struct gw_py_scratch *s = gw_py_scratch_get();
+	struct gw_py_scratch *s = gw_py_scratch_get(w->slot);
 	__u32 len = w->l.frame_read, n = w->n, off;
 	__u64 code, prev;
 	__s64 instr;
@@ -146,9 +152,10 @@ static long gw_py_frame_step(__u32 i, void *arg)
 /*
  * The key of the calling thread's Python stack in gw_py_stacks, 0 when the process is not a
  * supported Python or the thread runs no Python. `cache`, `misses`: the thread's remembered state
- * address and how often it had none.
+ * address and how often it had none; `slot`: the caller's scratch (GW_PY_SLOT_*).
  */
-static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache, __u32 *misses)
+static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache, __u32 *misses,
+					 __u32 slot)
 {
 	__u32 tgid = task->tgid;
 	const struct gw_py_layout *l = bpf_map_lookup_elem(&gw_py_procs, &tgid);
@@ -158,11 +165,12 @@ static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache,
 
 	if (!l)
 		return 0;
-	s = gw_py_scratch_get();
+	s = gw_py_scratch_get(slot);
 	if (!s)
 		return 0;
 	w.l = *l;
 	w.tgid = tgid;
+	w.slot = slot;
 	w.my_id = l->id_is_fsbase ? BPF_CORE_READ(task, thread.fsbase) : (__u64)task->pid;
 	w.ts = *cache;
 	if (w.ts == GW_PY_NO_TSTATE) {

@@ -155,7 +155,9 @@ CREATE TABLE threads (
 --     ts INTEGER NOT NULL, dur INTEGER NOT NULL,  -- dur: the sampling period it stands for
 --     pid INTEGER NOT NULL, tid INTEGER NOT NULL, cpu INTEGER NOT NULL,
 --     syscall INTEGER,                            -- the syscall it was in; NULL: none
---     kernel INTEGER NOT NULL                     -- 1: the timer interrupted kernel code
+--     kernel INTEGER NOT NULL,                    -- 1: the timer interrupted kernel code
+--     stack_id INTEGER,                           -- user stack (--stacks)
+--     py_stack INTEGER                            -- python_frames.py_stack_id (ABI 6); NULL: none
 --   );
 --
 --   -- Who held a CPU while a traced thread waited in its run queue (ABI 5): one row per run of a
@@ -373,7 +375,10 @@ CREATE TABLE python_processes (
   interpreter TEXT NOT NULL,  -- the file holding the interpreter (libpython3.11.so.1.0, python3.11)
   version     TEXT,
   supported   INTEGER NOT NULL,
-  detail      TEXT
+  detail      TEXT,
+  -- wall ns (the events' clock) once the probes had its layout: calls that began earlier carry no
+  -- Python stack. NULL: not supported, or a file from before the column (2026-11-28).
+  layout_ns   INTEGER
 );
 
 CREATE TABLE losses (

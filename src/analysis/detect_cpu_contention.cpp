@@ -168,6 +168,11 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
         {"longest preemption at " + fmt_rel(ctx.rel(longest_at)) + ": " + fmt_duration(longest),
          ctx.rel(longest_at)});
   }
+  // What the culprit ran in Python while it held the CPU (a thread or process of the job).
+  if (dominant) {
+    if (std::string py = culprit_python_line(ctx, culprit, t.first_ns, t.last_ns); !py.empty())
+      ch.evidence.push_back({py});
+  }
   // A thread pinned to fewer CPUs than the host has queues behind whatever shares them, while
   // other CPUs may sit idle: its affinity is a cause of its own.
   uint32_t allowed = 0;

@@ -162,6 +162,9 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   if (producer) {
     const Culprit& p = wakers.front();
     ch.culprit = ctx.other(p.pid, p.tid, p.comm, p.pid == t.pid);
+    // What the producer ran meanwhile, in Python: the line to make faster.
+    if (std::string py = culprit_python_line(ctx, *ch.culprit, t.first_ns, t.last_ns); !py.empty())
+      ch.evidence.push_back({py});
     ch.fix = "the dispatch thread waits for " + ch.culprit->label() +
              " to hand it data: make that producer faster or run more of them ahead of the step "
              "(DataLoader num_workers, prefetch_factor, pin_memory), or overlap the wait with "

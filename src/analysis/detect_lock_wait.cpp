@@ -138,6 +138,11 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
     ch.evidence.push_back({"meanwhile " + sibling.label() + " was in slow syscalls: " + act +
                            " (work it likely does while holding the lock)"});
   }
+  // What the sibling ran in Python meanwhile: the work it likely does while holding the lock.
+  if (dominant) {
+    if (std::string py = culprit_python_line(ctx, sibling, t.first_ns, t.last_ns); !py.empty())
+      ch.evidence.push_back({py});
+  }
   ch.fix = lock_fix(sibling);
   ch.metrics = {{"blocked_by_siblings_ns", static_cast<double>(w.ns)},
                 {"wakeups", static_cast<double>(wakes)},

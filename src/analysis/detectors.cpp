@@ -238,6 +238,37 @@ std::string top_python_site(const Context& ctx, const std::vector<uint32_t>& cal
   return v.empty() ? std::string() : v.front().site;
 }
 
+std::string culprit_python_line(const Context& ctx, const Task& culprit, int64_t from, int64_t to) {
+  if (ctx.rows.python_sites.empty()) return {};
+  std::map<std::string, uint64_t> by_site;
+  uint64_t samples = 0;
+  auto count = [&](const CpuSampleRow& s) {
+    if (s.ts < from || s.ts >= to || s.pid != culprit.pid) return;
+    ++samples;
+    if (auto it = ctx.rows.python_sites.find(s.pystack_id); it != ctx.rows.python_sites.end())
+      ++by_site[it->second.text()];
+  };
+  if (culprit.tid != 0) {
+    auto [b, e] = Joins::range(ctx.joins.cpu_samples, culprit.tid);
+    for (size_t k = b; k < e; ++k) count(ctx.rows.cpu_samples[k]);
+  } else {
+    for (const CpuSampleRow& s : ctx.rows.cpu_samples) count(s);
+  }
+  if (by_site.empty()) return {};
+  std::vector<std::pair<uint64_t, std::string>> v;
+  for (auto& [site, n] : by_site) v.emplace_back(n, site);
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  const auto share = [&](uint64_t n) {
+    return fmt_percent(static_cast<double>(n) / static_cast<double>(samples));
+  };
+  std::string line = culprit.label() + " was on the CPU in " + v[0].second + " (" +
+                     share(v[0].first) + " of its " + fmt_count(samples) + " samples)";
+  if (v.size() > 1) line += ", then " + v[1].second + " (" + share(v[1].first) + ")";
+  return line;
+}
+
 std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& calls) {
   // Python lines first (what the person who wrote them can change), by time in the calls.
   std::string python;

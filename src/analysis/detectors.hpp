@@ -130,6 +130,12 @@ std::string call_sites_line(const Context& ctx, const std::vector<uint32_t>& cal
 // "train.py:212 in train_step: loss_value = loss.item()"; empty when none of them has one. For a
 // chain's fix ("... at <site>").
 std::string top_python_site(const Context& ctx, const std::vector<uint32_t>& calls);
+// What a culprit task was running in Python while it held the victim back, from its CPU samples
+// in [from, to) (their Python stacks, ABI 6): "loader (tid 1005) was on the CPU in
+// loader.py:41 in produce: batch = decode(raw) (83.0% of its 120 samples)", its top two lines by
+// samples; a culprit with tid 0 is its whole process. Empty when none of its samples in that
+// time has a Python line (not a Python process, samples off, an older trace).
+std::string culprit_python_line(const Context& ctx, const Task& culprit, int64_t from, int64_t to);
 
 // A collective as its thread waited for it: the call, through the stream sync right after it
 // when there is one (NCCL calls only enqueue: the wait surfaces in that sync). Sorted by ts.

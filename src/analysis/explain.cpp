@@ -220,6 +220,11 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                                              (g.version.empty() ? "?" : g.version) + " (" +
                                              g.interpreter + "): " + g.detail +
                                              "; its calls have no Python lines"});
+  for (const PyLayoutGap& g : rows.python_before_layout)
+    out.push_back({"python_before_layout",
+                   "process " + std::to_string(g.pid) + ": " + fmt_count(g.calls) +
+                       " GPU calls made before its Python layout was known (until " +
+                       fmt_rel(rows.rel(g.layout_ns)) + ", its discovery) have no Python line"});
   const TimeWindow& w = rows.window;
   if (rows.live) {
     out.push_back({"live", "the trace is still being recorded; this report covers it up to " +

@@ -489,6 +489,18 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       rows.calls, &part_start);
   if (!st) return st.error();
   window_ext.attach(rows.calls, part_start, rows);
+  // Calls of Python processes made before the probes had the interpreter's layout: no line.
+  // python_processes.layout_ns came after the table; an older file's statement fails, and goes
+  // without.
+  if (has_table(db, "python_processes")) {
+    std::unordered_map<uint32_t, int64_t> layouts;
+    (void)each_row(db,
+                   "SELECT pid, layout_ns FROM python_processes "
+                   "WHERE supported = 1 AND layout_ns IS NOT NULL",
+                   "python_processes",
+                   [&](Query& q) { layouts[static_cast<uint32_t>(q.i64(0))] = q.i64(1); });
+    rows.python_before_layout = python_layout_gaps(rows, layouts);
+  }
   timer.lap("api_calls");
   // One pass over the window's calls: the processes that made them (a thread's calls are
   // together: few inserts), and the allocations and frees among them.
@@ -639,7 +651,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   if (has_table(db, "cpu_samples_chunks")) {
     const Columns cc{store::find_chunked_table("cpu_samples")};
     const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
-                   c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"];
+                   c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
+                   c_cpy = cc["py_stack"];
     st = scan_chunks(
         pool, *cc.table, from, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -653,6 +666,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           if (!k.is_null(c_sys, r)) s.syscall = static_cast<int16_t>(k.value(c_sys, r));
           s.kernel = k.value(c_kernel, r) != 0;
           if (!k.is_null(c_cstack, r)) s.stack_id = static_cast<int32_t>(k.value(c_cstack, r));
+          if (!k.is_null(c_cpy, r)) s.pystack_id = static_cast<int32_t>(k.value(c_cpy, r));
           out.push_back(s);
         },
         rows.cpu_samples);

@@ -2,6 +2,7 @@
 #include "analysis/rows.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 
@@ -335,6 +336,23 @@ void derive_syscalls(TraceRows& rows) {
 }
 
 }  // namespace
+
+std::vector<PyLayoutGap> python_layout_gaps(const TraceRows& rows,
+                                            const std::unordered_map<uint32_t, int64_t>& layouts) {
+  std::map<uint32_t, PyLayoutGap> by_pid;
+  if (layouts.empty()) return {};
+  for (const CallRow& c : rows.calls) {
+    auto it = layouts.find(c.pid);
+    if (it == layouts.end() || c.ts >= it->second || rows.ext(c).pystack_id >= 0) continue;
+    PyLayoutGap& g = by_pid[c.pid];
+    g.pid = c.pid;
+    g.layout_ns = it->second;
+    ++g.calls;
+  }
+  std::vector<PyLayoutGap> out;
+  for (auto& [pid, g] : by_pid) out.push_back(g);
+  return out;
+}
 
 void prepare_rows(TraceRows& rows) {
   if (rows.prepared) return;

@@ -126,6 +126,7 @@ struct CpuSampleRow {
   int16_t syscall = -1;  // the syscall it was in; -1: none
   bool kernel = false;   // kernel code (a syscall, a fault, an interrupt)
   int32_t stack_id = -1;  // the user stack (--stacks); -1: none
+  int32_t pystack_id = -1;  // cpu_samples.py_stack (Python processes, ABI 6); -1: none
   int64_t end() const { return ts + dur; }
 };
 
@@ -193,6 +194,15 @@ struct PySite {
 struct PyProcessGap {
   uint32_t pid = 0;
   std::string interpreter, version, detail;
+};
+
+// A Python process's GPU calls in the window that began before the probes had its interpreter's
+// layout (python_processes.layout_ns) and so carry no Python stack: the tens of milliseconds
+// between its loading of the runtime and its discovery.
+struct PyLayoutGap {
+  uint32_t pid = 0;
+  int64_t layout_ns = 0;  // when the probes got the layout (wall ns)
+  uint64_t calls = 0;     // calls without a Python stack that began before it
 };
 
 struct LossRow {
@@ -279,10 +289,13 @@ struct TraceRows {
   // the GPU and C/C++ runtime libraries, "gw::Trainer::step(unsigned long)+0x2f2 in sim_train".
   // Empty without --stacks.
   std::unordered_map<int32_t, std::string> call_sites;
-  // Per Python stack id (api_calls.py_stack), the line it was called from. Empty for traces
-  // without Python processes, or recorded with trace --no-python.
+  // Per Python stack id (api_calls.py_stack, cpu_samples.py_stack), the line it was called from
+  // or was running. Empty for traces without Python processes, or recorded with --no-python.
   std::unordered_map<int32_t, PySite> python_sites;
   std::vector<PyProcessGap> python_unsupported;
+  // Python processes whose calls in the window began before their layout was known (calls > 0),
+  // by pid; load_trace fills it (python_layout_gaps).
+  std::vector<PyLayoutGap> python_before_layout;
 
   bool prepared = false;  // prepare_rows has run (set by it)
 
@@ -306,6 +319,11 @@ struct TraceRows {
   std::string rank_label(uint32_t pid) const;
   int64_t rel(int64_t wall_ns) const { return wall_ns - window.trace_start_ns; }
 };
+
+// Per Python process of `layouts` (pid, python_processes.layout_ns), how many of its calls in
+// `rows.calls` began before the layout was known and carry no Python stack; only those with any.
+std::vector<PyLayoutGap> python_layout_gaps(const TraceRows& rows,
+                                            const std::unordered_map<uint32_t, int64_t>& layouts);
 
 // Fills the derived fields the file does not store (category, copy direction from the API's
 // name), sorts every event vector by (tid, ts) and sets `prepared`. Idempotent; the loader calls

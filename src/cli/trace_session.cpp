@@ -421,10 +421,13 @@ void TraceSession::find_python(uint32_t pid) {
   if (!py_) return;
   auto p = py_->discover(pid);
   if (!p) return;
+  int64_t layout_ns = 0;  // calls that began before it carry no Python stack (python_processes)
   if (p->supported) {
     if (Status s = probes_->set_python_layout(pid, p->layout); !s) {
       p->supported = false;
       p->why_not = s.error().what;
+    } else {
+      layout_ns = clock_.to_wall(static_cast<uint64_t>(monotonic_ns()));
     }
   }
   if (p->supported)
@@ -434,7 +437,7 @@ void TraceSession::find_python(uint32_t pid) {
                  p->why_not);
   std::lock_guard lock(rec_->mu());
   (void)rec_->writer().add_python_process(
-      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not});
+      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not, layout_ns});
 }
 
 // Writer thread, with the recorder's lock held: the Python frames named since the last batch.

@@ -130,6 +130,8 @@ struct CpuSample {
   int32_t syscall = -1;  // the system call it was in, -1: none
   bool kernel = false;   // the timer interrupted kernel code
   int32_t stack_id = -1;  // the user stack (--stacks), -1: none
+  uint64_t py_key = 0;    // the thread's Python stack's key in the kernel's map, 0: none
+  int32_t py_stack_id = -1;  // python_frames.py_stack_id, given by the reader; -1: none
 };
 
 // A GPU runtime library was mapped by a process: discovery should look at it.

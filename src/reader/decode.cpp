@@ -215,8 +215,15 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
     case GW_EV_CPU_SAMPLE: {
       gw_cpu_sample r{};
       if (!load(data, size, r)) return DecodeStatus::TooShort;
-      out = CpuSample{ts, static_cast<int64_t>(r.period_ns), h.pid, h.tid, h.cpu, r.syscall,
-                      r.kernel != 0, r.stack_id};
+      out = CpuSample{ts,
+                      static_cast<int64_t>(r.period_ns),
+                      h.pid,
+                      h.tid,
+                      h.cpu,
+                      r.syscall,
+                      r.kernel != 0,
+                      r.stack_id,
+                      r.py_stack};
       return DecodeStatus::Ok;
     }
     case GW_EV_RECLAIM: {

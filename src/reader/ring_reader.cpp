@@ -76,6 +76,8 @@ void RingReader::add(Event ev) {
   if (opt_.on_python_stack) {
     if (auto* c = std::get_if<ApiCall>(&ev); c && c->py_key)
       c->py_stack_id = opt_.on_python_stack(c->pid, c->py_key);
+    else if (auto* s = std::get_if<CpuSample>(&ev); s && s->py_key)
+      s->py_stack_id = opt_.on_python_stack(s->pid, s->py_key);
   }
   if (const auto* m = std::get_if<LibMapped>(&ev)) {
     const bool urgent = (m->flags & (GW_LIB_HELD | GW_LIB_NOT_HELD)) != 0;

@@ -67,8 +67,9 @@ class RingReader {
     // Called on the reader thread for every call or CPU sample that carries a user stack, within
     // milliseconds of it: the moment to look at the process while it surely lives. Keep it cheap.
     std::function<void(uint32_t pid, int32_t stack_id)> on_stack;
-    // Called on the reader thread for every call that carries a Python stack key: returns the
-    // stack's id (ApiCall::py_stack_id), naming its frames the first time it comes.
+    // Called on the reader thread for every call or CPU sample that carries a Python stack key:
+    // returns the stack's id (ApiCall::py_stack_id, CpuSample::py_stack_id), naming its frames
+    // the first time it comes.
     std::function<int32_t(uint32_t pid, uint64_t key)> on_python_stack;
     // Called on the reader thread with each batch just before it goes to the writer (live
     // metrics, trace --metrics). Must not block.

@@ -22,8 +22,8 @@ constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid"
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
-constexpr std::array<std::string_view, 8> kCpuSamples = {
-    "ts", "dur", "pid", "tid", "cpu", "syscall", "kernel", "stack_id"};
+constexpr std::array<std::string_view, 9> kCpuSamples = {
+    "ts", "dur", "pid", "tid", "cpu", "syscall", "kernel", "stack_id", "py_stack"};
 
 // Who held a CPU while a traced thread waited for it: chunked per CPU, not per thread (the key
 // columns pid and tid of the table spec both name `cpu`, so a chunk's pid and tid hold its CPU):

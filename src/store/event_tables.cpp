@@ -200,6 +200,7 @@ void fill_row(RowValues& r, const CpuSample& e, Interner&) {
   r.opt(5, e.syscall >= 0, e.syscall);
   r.set(6, e.kernel ? 1 : 0);
   r.opt(7, e.stack_id >= 0, e.stack_id);
+  r.opt(8, e.py_stack_id >= 0, e.py_stack_id);
 }
 
 void fill_row(RowValues& r, const CpuRun& e, Interner& strings) {

@@ -70,6 +70,7 @@ struct PythonProcessRow {
   std::string interpreter, version;
   bool supported = false;
   std::string detail;
+  int64_t layout_ns = 0;  // when the probes got its layout (events' wall clock); 0: never (NULL)
 };
 
 struct LossCount {

@@ -443,7 +443,7 @@ Status TraceWriter::add_python_process(const PythonProcessRow& p) {
   Impl& m = *impl_;
   auto s = Stmt::prepare(m.db,
                          "INSERT OR REPLACE INTO python_processes(pid, interpreter, version, "
-                         "supported, detail) VALUES (?,?,?,?,?)",
+                         "supported, detail, layout_ns) VALUES (?,?,?,?,?,?)",
                          "writing python_processes");
   if (!s) return s.error();
   s->i64(1, p.pid);
@@ -451,6 +451,7 @@ Status TraceWriter::add_python_process(const PythonProcessRow& p) {
   s->text_or_null(3, p.version);
   s->i64(4, p.supported ? 1 : 0);
   s->text_or_null(5, p.detail);
+  if (p.layout_ns > 0) s->i64(6, p.layout_ns);
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing python_processes");
 }
 

@@ -252,6 +252,89 @@ TEST_P(PythonFrames, HiddenSyncNamesThePythonLine) {
   EXPECT_TRUE(named) << "the evidence should name " << site << "\n" << top.dump(2);
 }
 
+// A chain whose culprit is another thread of the job names what that thread ran in Python, from
+// the CPU samples' Python stacks: the main thread waits in read() on a pipe that a loader thread
+// fills after CPU work on a known line, and explain's io_stall chain names the loader thread and
+// "input_starved.py:<n> in produce: digest = hashlib.sha256(RAW).digest()". The calls made
+// before the tracer knew the interpreter's layout are counted exactly: explain's caveat says as
+// many as the file holds.
+TEST_P(PythonFrames, CulpritThreadNamesItsPythonLine) {
+  const std::string db = dir.file("t.db");
+  Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  const std::string file = script("input_starved.py");
+  RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", "30"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  const json out = json::parse(w.out);
+  const std::string pid = std::to_string(out["pid"].get<int>());
+  const std::string loader = std::to_string(out["loader_tid"].get<int>());
+  auto f = open_trace(db);
+  ASSERT_TRUE(f);
+  SCOPED_TRACE("agent said:\n" + agent.stderr_text());
+
+  // The loader thread's samples carry Python stacks whose innermost frame is the HOT line.
+  const int line = markers(file, "HOT").at(0).first;
+  const auto hot = rows_of(
+      *f,
+      "SELECT count(*) FROM cpu_samples c JOIN python_frames p ON p.py_stack_id = c.py_stack "
+      "AND p.depth = 0 WHERE c.tid = " +
+          loader + " AND p.function = 'produce' AND p.line = " + std::to_string(line));
+  ASSERT_EQ(hot.size(), 1u);
+  EXPECT_NE(hot[0][0], "0") << "no sample of the loader thread names the HOT line";
+
+  // From the loop on: the start-up sleep is not the step waiting for data.
+  const std::string from = std::to_string(out["loop_ns"].get<int64_t>());
+  RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json", "--from", from});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  RunResult text = run({gpuwhy_binary(), "explain", "--db", db, "--from", from});
+  SCOPED_TRACE("explain said:\n" + text.out);
+  const json report = json::parse(ex.out);
+  const json* io = nullptr;
+  for (const json& c : report["chains"])
+    if (c["kind"] == "io_stall" && std::to_string(c["process"]["pid"].get<int64_t>()) == pid)
+      io = &c;
+  ASSERT_NE(io, nullptr) << "no io_stall chain for pid " << pid;
+  ASSERT_TRUE((*io)["culprit"].is_object()) << io->dump(2);
+  ASSERT_TRUE((*io)["culprit"].contains("tid")) << "not a thread: " << io->dump(2);
+  EXPECT_EQ(std::to_string((*io)["culprit"]["tid"].get<int64_t>()), loader) << io->dump(2);
+  const std::string site = "loader (tid " + loader +
+                           ") was on the CPU in input_starved.py:" + std::to_string(line) +
+                           " in produce: " + source_of(file, line) + " (";
+  bool named = false;
+  for (const json& e : (*io)["evidence"])
+    named = named || e["text"].get<std::string>().find(site) != std::string::npos;
+  EXPECT_TRUE(named) << "the evidence should name " << site << "\n" << io->dump(2);
+
+  // Calls before the layout was known: as many as the file says, in the caveat or none at all.
+  const auto layout = rows_of(*f, "SELECT layout_ns FROM python_processes WHERE pid = " + pid);
+  ASSERT_EQ(layout.size(), 1u);
+  ASSERT_NE(layout[0][0], "NULL");
+  const std::string early =
+      rows_of(*f, "SELECT count(*) FROM api_calls WHERE pid = " + pid + " AND ts < " +
+                      layout[0][0] + " AND py_stack IS NULL")[0][0];
+  // After it, every call of the main thread has a Python line (no gap is miscounted as early).
+  EXPECT_EQ(rows_of(*f, "SELECT count(*) FROM api_calls WHERE tid = " + pid + " AND ts >= " +
+                            layout[0][0] + " AND py_stack IS NULL AND flags & 2 = 0")[0][0],
+            "0");
+  // The whole trace, start-up included.
+  RunResult whole = run({gpuwhy_binary(), "explain", "--db", db, "--json"});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const json all = json::parse(whole.out);
+  std::string caveat;
+  for (const json& c : all["caveats"])
+    if (c["kind"] == "python_before_layout") caveat = c["text"].get<std::string>();
+  if (early == "0") {
+    EXPECT_EQ(caveat, "");
+  } else {
+    EXPECT_NE(caveat.find("process " + pid + ": " + early +
+                          " GPU calls made before its Python "
+                          "layout was known"),
+              std::string::npos)
+        << caveat << " (the file holds " << early << ")";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Interpreters, PythonFrames,
     ::testing::Values(Interpreter{"3.10", "", "3.10.13"}, Interpreter{"3.11", "", "3.11.7"},

@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 5);
+static_assert(GW_ABI_VERSION == 6);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -42,7 +42,8 @@ static_assert(sizeof(gw_syscall) == 24 + 32);
 static_assert(sizeof(gw_block_io) == 24 + 32);
 static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
-static_assert(sizeof(gw_cpu_sample) == 24 + 16);
+static_assert(sizeof(gw_cpu_sample) == 24 + 24);
+static_assert(offsetof(gw_cpu_sample, py_stack) == 40);
 static_assert(offsetof(gw_cpu_sample, syscall) == 32);
 static_assert(offsetof(gw_cpu_sample, stack_id) == 36);
 static_assert(sizeof(gw_config) == 56);

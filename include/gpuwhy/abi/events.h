@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 5
+#define GW_ABI_VERSION 6
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -274,6 +274,10 @@ struct gw_cpu_sample {
 	__u8 kernel;                /* 1: the timer interrupted kernel code */
 	__u8 pad;
 	__s32 stack_id;             /* user stack in the stacks map (--stacks), -1 when not captured */
+	/* The thread's Python stack in gw_py_stacks (its key), 0 when none was taken: not a Python
+	 * process whose layout is known, a thread that runs no Python, or trace --no-python. What a
+	 * thread that is not the one waiting (a data loader, a lock holder) was doing in Python. ABI 6. */
+	__u64 py_stack;
 };
 
 /* ---- loss and health counters (per-CPU array map "gw_counters") ------------------------------ */

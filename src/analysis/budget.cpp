@@ -81,29 +81,32 @@ struct Piece {
   Bucket call = Bucket::ApiOverhead;  // call pieces: the bucket the call's own time goes to
 };
 
-// Walks a piece list forward. The sweep asks every list at every elementary interval, so a
-// list remembers the piece covering the last time asked and its next boundary: until the
-// sweep reaches that boundary, asking again is one comparison.
+// A worker thread's piece lists, reused from one GPU thread to the next (ThreadBudgeter::run).
 struct Pieces {
   std::vector<Piece> idle, off, sys, rec;
 };
 
-class Cursor {
+// Walks pieces forward, in order, as `Source` makes them (bool next(Piece&): false at the end).
+// The sweep asks every walker at every elementary interval, so a walker remembers the piece
+// covering the last time asked and its next boundary: until the sweep reaches that boundary,
+// asking again is one comparison.
+template <class Source>
+class Walker {
  public:
-  explicit Cursor(const std::vector<Piece>& v) : v_(v) {}
+  explicit Walker(Source src) : src_(std::move(src)) { have_ = src_.next(p_); }
   // Moves to t (t never goes back).
   void seek(int64_t t) {
     if (t < bound_) return;
-    while (i_ < v_.size() && v_[i_].e <= t) ++i_;
-    if (i_ == v_.size()) {
+    while (have_ && p_.e <= t) have_ = src_.next(p_);
+    if (!have_) {
       cur_ = nullptr;
       bound_ = kNever;
-    } else if (v_[i_].s > t) {
+    } else if (p_.s > t) {
       cur_ = nullptr;
-      bound_ = v_[i_].s;
+      bound_ = p_.s;
     } else {
-      cur_ = &v_[i_];
-      bound_ = v_[i_].e;
+      cur_ = &p_;
+      bound_ = p_.e;
     }
   }
   // The piece covering the time last sought, if any.
@@ -116,10 +119,27 @@ class Cursor {
   }
 
  private:
-  const std::vector<Piece>& v_;
-  size_t i_ = 0;
+  Source src_;
+  Piece p_;
+  bool have_ = false;
   const Piece* cur_ = nullptr;
   int64_t bound_ = std::numeric_limits<int64_t>::min();
+};
+
+// The pieces of a list made beforehand.
+struct ListSource {
+  const std::vector<Piece>* v;
+  size_t i = 0;
+  bool next(Piece& p) {
+    if (i == v->size()) return false;
+    p = (*v)[i++];
+    return true;
+  }
+};
+
+class Cursor : public Walker<ListSource> {
+ public:
+  explicit Cursor(const std::vector<Piece>& v) : Walker<ListSource>(ListSource{&v}) {}
 };
 
 // Rows of one thread from a (tid, ts)-sorted table, clipped to [from, to), as pieces. Rows of
@@ -181,68 +201,47 @@ Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_
 
 // The thread's outermost calls (a runtime call's own driver call is inside it) as pieces,
 // made one at a time as the sweep asks: a busy thread has millions, and writing them all out
-// first cost more than the sweep (the same interface as Cursor).
-class CallCursor {
+// first cost more than the sweep.
+class CallSource {
  public:
-  CallCursor(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+  CallSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
              uint64_t small_copy_bytes)
-      : rows_(rows),
-        j_(j),
+      : rows_(&rows),
+        j_(&j),
         i_(t.call_begin),
         end_(t.call_end),
         last_ns_(t.last_ns),
         last_end_(t.first_ns),
-        small_copy_(small_copy_bytes) {
-    advance();
-  }
-  void seek(int64_t t) {
-    if (t < bound_) return;
-    while (have_ && p_.e <= t) advance();
-    if (!have_) {
-      cur_ = nullptr;
-      bound_ = kNever;
-    } else if (p_.s > t) {
-      cur_ = nullptr;
-      bound_ = p_.s;
-    } else {
-      cur_ = &p_;
-      bound_ = p_.e;
-    }
-  }
-  const Piece* cur() const { return cur_; }
-  int64_t bound() const { return bound_; }
-  const Piece* at(int64_t t) {
-    seek(t);
-    return cur_;
-  }
-
- private:
+        small_copy_(small_copy_bytes) {}
   // The next outermost call with time of its own, clipped to the span and to the previous one.
-  void advance() {
+  bool next(Piece& p) {
     while (i_ < end_) {
       const size_t i = i_++;
-      if (j_.nested[i]) continue;
-      const CallRow& c = rows_.calls[i];
+      if (j_->nested[i]) continue;
+      const CallRow& c = rows_->calls[i];
       const int64_t s = std::max(c.ts, last_end_);
       const int64_t e = std::min(c.end(), last_ns_);
       if (e <= s) continue;
-      p_ = {s, e, static_cast<uint32_t>(i), false, call_bucket(rows_, c, small_copy_)};
+      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, c, small_copy_)};
       last_end_ = e;
-      have_ = true;
-      return;
+      return true;
     }
-    have_ = false;
+    return false;
   }
 
-  const TraceRows& rows_;
-  const Joins& j_;
+ private:
+  const TraceRows* rows_;
+  const Joins* j_;
   size_t i_, end_;
   int64_t last_ns_, last_end_;
   uint64_t small_copy_;
-  Piece p_;
-  bool have_ = false;
-  const Piece* cur_ = nullptr;
-  int64_t bound_ = std::numeric_limits<int64_t>::min();
+};
+
+class CallCursor : public Walker<CallSource> {
+ public:
+  CallCursor(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+             uint64_t small_copy_bytes)
+      : Walker<CallSource>(CallSource(rows, j, t, small_copy_bytes)) {}
 };
 
 // The times the thread had no GPU work queued: from the end of a call that drained its queue

@@ -400,6 +400,8 @@ std::vector<std::string> TraceSession::scan_process(uint32_t pid) {
   if (!pid_filter_.empty() && !pid_filter_.count(pid) && !probes_->is_tracked(pid)) return {};
   auto libs = discover::gpu_libraries_of(pid);
   if (!libs || libs->empty()) return {};
+  if (metrics_)
+    metrics_->remember_name(pid, read_first_line("/proc/" + std::to_string(pid) + "/comm"));
   std::vector<std::string> attached;
   for (const auto& lib : *libs)
     if (attach_library(lib, pid)) attached.push_back(lib.path);

@@ -47,6 +47,13 @@ void EventMetrics::observe(const std::vector<Event>& batch) {
   std::erase_if(exited_, [&](const auto& e) { return now - e.second.at > kExitedKeep; });
 }
 
+void EventMetrics::remember_name(uint32_t pid, std::string name) {
+  if (name.empty()) return;
+  std::lock_guard lock(scanned_mu_);
+  if (scanned_names_.size() >= kRecentNamesMax) scanned_names_.clear();
+  scanned_names_[pid] = std::move(name);
+}
+
 uint16_t EventMetrics::slot_of(uint32_t pid) {
   if (pid == last_pid_ && pid != 0) return last_slot_;
   auto it = slots_.find(pid);
@@ -56,6 +63,10 @@ uint16_t EventMetrics::slot_of(uint32_t pid) {
     std::string name = name_(pid);
     if (name.empty())
       if (auto r = recent_names_.find(pid); r != recent_names_.end()) name = r->second;
+    if (name.empty()) {
+      std::lock_guard lock(scanned_mu_);
+      if (auto r = scanned_names_.find(pid); r != scanned_names_.end()) name = r->second;
+    }
     if (name.empty()) name = "unknown";
     it = slots_.emplace(pid, reg_.process_slot(name)).first;
   }

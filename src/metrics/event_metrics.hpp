@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,10 @@ class EventMetrics {
   explicit EventMetrics(Registry& registry, NameFn process_name = {});
 
   void observe(const std::vector<Event>& batch);
+  // Any thread: a process's name, read while it lived (the agent's scan of a process it probes).
+  // A process whose first events reach the reader after it exited (a short job, a reader behind
+  // on a loaded host) is named from here instead of "unknown".
+  void remember_name(uint32_t pid, std::string name);
 
  private:
   uint16_t slot_of(uint32_t pid);
@@ -47,6 +52,8 @@ class EventMetrics {
   std::chrono::steady_clock::time_point next_prune_{};
   // Names from exec and fork events, for a process gone before its first call is counted.
   std::unordered_map<uint32_t, std::string> recent_names_;
+  std::mutex scanned_mu_;  // remember_name (main thread) / slot_of (reader): once per process
+  std::unordered_map<uint32_t, std::string> scanned_names_;
   uint32_t last_pid_ = 0;
   uint16_t last_slot_ = 0;
 };

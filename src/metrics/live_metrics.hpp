@@ -19,6 +19,10 @@ class LiveMetrics {
 
   // Reader thread, once per batch.
   void observe(const std::vector<Event>& batch) { events_.observe(batch); }
+  // Main thread: a probed process's name while it lives (EventMetrics::remember_name).
+  void remember_name(uint32_t pid, std::string name) {
+    events_.remember_name(pid, std::move(name));
+  }
   // Main loop, about once a second.
   void set_totals(Registry::Totals t) { registry_.set_totals(std::move(t)); }
   uint16_t port() const { return server_->port(); }

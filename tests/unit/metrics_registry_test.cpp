@@ -159,6 +159,18 @@ TEST(MetricsRegistry, ExitEndsAProcessAndRenameRelabelsIt) {
   EXPECT_EQ(family(reg.collect(), "gpuwhy_traced_processes").series.at(0).value, 0);
 }
 
+// A process gone before the reader reaches its first call (a short job on a loaded host) keeps
+// the name the agent's scan read while it lived, instead of "unknown".
+TEST(MetricsRegistry, AProcessGoneBeforeItsFirstCallKeepsItsScannedName) {
+  Registry reg;
+  EventMetrics m(reg, [](uint32_t) { return std::string(); });  // /proc/PID is gone
+  m.remember_name(42, "launch_storm");
+  m.observe({call(42, "cudaMalloc"), call(43, "cudaMalloc")});
+  const auto calls = values(family(reg.collect(), "gpuwhy_api_calls"));
+  EXPECT_EQ(calls.at("launch_storm|cudaMalloc"), 1);
+  EXPECT_EQ(calls.at("unknown|cudaMalloc"), 1);  // never scanned, never exec'd while traced
+}
+
 TEST(MetricsRegistry, SleepCauses) {
   OffCpu o;
   o.syscall = -1;

@@ -131,6 +131,14 @@ TEST_F(DebPackage, UnpackedBinaryRunsAndMatchesItsDocs) {
   ShellResult headers = shell("readelf -lW " + shell_quote(bin) + " 2>&1");
   EXPECT_EQ(headers.out.find("INTERP"), std::string::npos) << headers.out;
 #endif
+  // `gpuwhy check`, the installed binary's first command on a new host, inspects this host (root
+  // can trace here: the root tests do).
+  if (geteuid() == 0) {
+    ShellResult check = shell(shell_quote(bin) + " check 2>&1");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+    EXPECT_NE(check.out.find("Result: tracing can work on this host"), std::string::npos)
+        << check.out;
+  }
   // query reads a trace in the unpacked root's binary too (a committed investigation's trace).
   for (const auto& entry : fs::directory_iterator(kSource + "/investigations")) {
     if (!fs::exists(entry.path() / "trace.db")) continue;

@@ -81,11 +81,6 @@ struct Piece {
   Bucket call = Bucket::ApiOverhead;  // call pieces: the bucket the call's own time goes to
 };
 
-// A worker thread's piece lists, reused from one GPU thread to the next (ThreadBudgeter::run).
-struct Pieces {
-  std::vector<Piece> idle, off, sys, rec;
-};
-
 // Walks pieces forward, in order, as `Source` makes them (bool next(Piece&): false at the end).
 // The sweep asks every walker at every elementary interval, so a walker remembers the piece
 // covering the last time asked and its next boundary: until the sweep reaches that boundary,
@@ -145,9 +140,9 @@ class Cursor : public Walker<ListSource> {
 // Rows of one thread from a (tid, ts)-sorted table, clipped to [from, to), as pieces. Rows of
 // one thread in these tables never overlap; a stray overlap is cut so pieces stay disjoint.
 template <class Row>
-void pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from, int64_t to,
-               std::vector<Piece>& out) {
-  out.clear();
+std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from,
+                             int64_t to) {
+  std::vector<Piece> out;
   out.reserve(r.second - r.first);
   int64_t last_end = from;
   for (size_t k = r.first; k < r.second; ++k) {
@@ -157,13 +152,14 @@ void pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t f
     out.push_back({s, e, static_cast<uint32_t>(k)});
     last_end = e;
   }
+  return out;
 }
 
 // Off-CPU rows as an asleep piece and a runnable piece (the run-queue tail, or all of a
 // preemption).
-void offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from, int64_t to,
-                   std::vector<Piece>& out) {
-  out.clear();
+std::vector<Piece> offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from,
+                                 int64_t to) {
+  std::vector<Piece> out;
   out.reserve(2 * (r.second - r.first));
   int64_t last_end = from;
   for (size_t k = r.first; k < r.second; ++k) {
@@ -180,6 +176,7 @@ void offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t f
     add(o.ts, woken, false);
     add(woken, o.end(), true);
   }
+  return out;
 }
 
 Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_bytes) {
@@ -246,9 +243,8 @@ class CallCursor : public Walker<CallSource> {
 
 // The times the thread had no GPU work queued: from the end of a call that drained its queue
 // to the start of the next call that queued work.
-void idle_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
-                 std::vector<Piece>& idle) {
-  idle.clear();
+std::vector<Piece> idle_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t) {
+  std::vector<Piece> idle;
   int64_t idle_from = -1;
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
     if (j.nested[i]) continue;
@@ -264,6 +260,7 @@ void idle_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
   // A drain that ended inside a later call (overlapping calls) could leave pieces out of order.
   idle.erase(std::remove_if(idle.begin(), idle.end(), [](const Piece& p) { return p.e <= p.s; }),
              idle.end());
+  return idle;
 }
 
 // Adds ns to a task in a bucket's list.
@@ -304,15 +301,13 @@ class ThreadBudgeter {
     b.last_ns = t.last_ns;
     own_pid_ = t.pid;
     own_tid_ = t.tid;
-    // One set of piece buffers per worker thread, reused from one GPU thread to the next: a
-    // busy thread's pieces take hundreds of MB, and fresh pages for each cost more than filling
-    // them.
-    thread_local Pieces buf;
-    std::vector<Piece>&idle = buf.idle, &off = buf.off, &sys = buf.sys, &rec = buf.rec;
-    idle_pieces(rows_, j_, t, idle);
-    offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns, off);
-    pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns, sys);
-    pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns, rec);
+    const std::vector<Piece> idle = idle_pieces(rows_, j_, t);
+    const std::vector<Piece> off =
+        offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns);
+    const std::vector<Piece> sys =
+        pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns);
+    const std::vector<Piece> rec =
+        pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
     runq_guess(Joins::range(j_.offcpu, t.tid));
 
     CallCursor cc(rows_, j_, t, small_copy_);
@@ -333,11 +328,9 @@ class ThreadBudgeter {
           cc.seek(at);
           ic.seek(at);
           const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
-          const Piece* call = cc.cur();
           const bool gap = ic.cur() != nullptr;
-          const Bucket bk = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
-          b.ns[static_cast<size_t>(bk)] += to - at;
-          if (gap) b.idle_ns[static_cast<size_t>(bk)] += to - at;
+          add(b, classify(b, cc.cur(), nullptr, nullptr, nullptr, to - at, false, gap), to - at,
+              gap);
           at = to;
         }
         continue;
@@ -349,9 +342,7 @@ class ThreadBudgeter {
       const bool fresh = o && o->idx != last_off;
       if (o) last_off = o->idx;
       const bool gap = ic.cur() != nullptr;
-      const Bucket bk = classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap);
-      b.ns[static_cast<size_t>(bk)] += ns;
-      if (gap) b.idle_ns[static_cast<size_t>(bk)] += ns;
+      add(b, classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap), ns, gap);
       at = to;
     }
     if (rows_.syscalls_from_scheduler()) lone_samples(b, t, idle, off, sys);
@@ -374,6 +365,12 @@ class ThreadBudgeter {
   }
 
  private:
+  // Counts ns of the sweep in bucket bk, and in its GPU-idle part when the queue was empty.
+  static void add(ThreadBudget& b, Bucket bk, int64_t ns, bool gpu_idle) {
+    b.ns[static_cast<size_t>(bk)] += ns;
+    if (gpu_idle) b.idle_ns[static_cast<size_t>(bk)] += ns;
+  }
+
   // A task that woke the thread and can be blamed: not itself, not the kernel's own.
   bool user_waker(const OffCpuRow& o) const {
     if (o.other_pid == 0 || o.other_tid == own_tid_) return false;

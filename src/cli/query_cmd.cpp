@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "store/json_cell.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::cli {
@@ -24,8 +25,8 @@ struct QueryOptions {
   std::string sql;
   std::string format = "table";
   bool list_views = false;
-  unsigned timeout_s = 60;        // 0: no limit
-  int64_t max_memory_mb = 4096;   // SQLite's own heap; 0: no limit
+  unsigned timeout_s = 60;       // 0: no limit
+  int64_t max_memory_mb = 4096;  // SQLite's own heap; 0: no limit
 };
 
 void put(std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); }
@@ -159,21 +160,6 @@ std::vector<std::string> unique_keys(const std::vector<std::string>& columns) {
   return keys;
 }
 
-nlohmann::ordered_json json_value(const std::string& v, ValueType t) {
-  switch (t) {
-    case ValueType::Null:
-      return nullptr;
-    case ValueType::Integer:
-      return std::strtoll(v.c_str(), nullptr, 10);
-    case ValueType::Real: {
-      const double d = std::strtod(v.c_str(), nullptr);
-      return std::isfinite(d) ? nlohmann::ordered_json(d) : nlohmann::ordered_json(nullptr);
-    }
-    default:
-      return v;
-  }
-}
-
 int list_views() {
   for (const store::ViewInfo& v : store::shipped_views()) {
     put(v.name);
@@ -231,7 +217,8 @@ int run_query_command(const QueryOptions& o) {
         f, o.sql, [&](const std::vector<std::string>& cols) { keys = unique_keys(cols); },
         [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {
           nlohmann::ordered_json row = nlohmann::ordered_json::object();
-          for (size_t i = 0; i < keys.size(); ++i) row[keys[i]] = json_value(values[i], types[i]);
+          for (size_t i = 0; i < keys.size(); ++i)
+            row[keys[i]] = store::json_cell(values[i], types[i]);
           put(first ? "[\n" : ",\n");
           first = false;
           // Task names and paths may hold bytes that are not UTF-8: replace, do not throw.

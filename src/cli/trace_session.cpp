@@ -79,15 +79,6 @@ store::SessionInfo make_session_info(const TraceOptions& opt, const std::set<uin
 // The kernel's dev_t (major << 20 | minor) as user space's st_dev encodes it.
 uint64_t user_dev(uint32_t kernel_dev) { return makedev(kernel_dev >> 20, kernel_dev & 0xfffff); }
 
-std::string format_utc_ns(int64_t ns) {
-  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &t);
-  return buf;
-}
-
 // The flight recorder's line after the summary: what the file still covers, what went.
 void print_retention(const store::TraceWriter& w) {
   const auto r = w.retention_totals();
@@ -99,7 +90,7 @@ void print_retention(const store::TraceWriter& w) {
   std::string line = "gpuwhy: flight recorder: " + std::to_string(r->events) + " events (" +
                      std::to_string(r->bytes >> 20) + " MiB encoded) aged out in " +
                      std::to_string(r->age_outs) + " steps; the file covers every event that " +
-                     "ended after " + format_utc_ns(r->window_start_ns.value_or(0));
+                     "ended after " + format_utc(r->window_start_ns.value_or(0));
   if (r->dropped > 0)
     line += "; " + std::to_string(r->dropped) +
             " events were dropped while a reader held the write-ahead log (losses "

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 
 namespace gpuwhy {
@@ -20,6 +21,15 @@ int64_t read_clock(clockid_t id) {
 
 int64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 int64_t wall_ns() { return read_clock(CLOCK_REALTIME); }
+
+std::string format_utc(int64_t wall_ns) {
+  const time_t secs = static_cast<time_t>(wall_ns / 1'000'000'000);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &t);
+  return buf;
+}
 
 ClockConverter ClockConverter::calibrate() {
   // Bracket a wall read between two monotonic reads; the narrowest bracket wins.

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace gpuwhy {
 
 int64_t monotonic_ns();
 int64_t wall_ns();
+// Wall-clock ns as "YYYY-MM-DD HH:MM:SS UTC", for messages.
+std::string format_utc(int64_t wall_ns);
 
 class ClockConverter {
  public:

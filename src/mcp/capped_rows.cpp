@@ -1,29 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "mcp/capped_rows.hpp"
 
-#include <cmath>
-#include <cstdlib>
+#include "store/json_cell.hpp"
 
 namespace gpuwhy::mcp {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 using store::ValueType;
-
-ojson cell(const std::string& v, ValueType t) {
-  switch (t) {
-    case ValueType::Null:
-      return nullptr;
-    case ValueType::Integer:
-      return std::strtoll(v.c_str(), nullptr, 10);
-    case ValueType::Real: {
-      const double d = std::strtod(v.c_str(), nullptr);
-      return std::isfinite(d) ? ojson(d) : ojson(nullptr);
-    }
-    default:
-      return v;  // text; a BLOB as its X'..' literal
-  }
-}
 
 // Thrown from the row callback to end the statement early: for_each_row finalizes it on the
 // way out (its statement is held by an RAII guard; no SQLite frame is between).
@@ -52,9 +36,9 @@ Result<CappedRows> capped_rows(const store::TraceFile& file, const std::string& 
           ojson row = limits.as_objects ? ojson::object() : ojson::array();
           for (size_t i = 0; i < values.size(); ++i) {
             if (limits.as_objects)
-              row[keys[i]] = cell(values[i], types[i]);
+              row[keys[i]] = store::json_cell(values[i], types[i]);
             else
-              row.push_back(cell(values[i], types[i]));
+              row.push_back(store::json_cell(values[i], types[i]));
           }
           bytes += row.dump(-1, ' ', false, ojson::error_handler_t::replace).size() + 1;
           if (bytes > limits.max_bytes) {

@@ -14,11 +14,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
+#include "core/clock.hpp"
 #include "store/chunked_vtab.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
@@ -95,15 +96,6 @@ int authorize(void*, int action, const char* a1, const char* a2, const char*, co
     default:
       return SQLITE_DENY;
   }
-}
-
-std::string format_utc(int64_t ns) {
-  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &t);
-  return buf;
 }
 
 // Opens and reads what open() needs to classify the file. Returns SQLite's result code.
@@ -255,7 +247,7 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   if (!S_ISREG(st.st_mode))
     return Error{path + " is not a regular file (a FIFO, socket or device), not a trace file",
                  "pass the trace file with --db"};
-  if (struct stat w {}; stat((path + "-wal").c_str(), &w) == 0 && !S_ISREG(w.st_mode))
+  if (struct stat w{}; stat((path + "-wal").c_str(), &w) == 0 && !S_ISREG(w.st_mode))
     return Error{path + "-wal is not a regular file (a FIFO, socket or device)",
                  "remove it, or copy the trace without it"};
   if (access(path.c_str(), R_OK) != 0)
@@ -273,13 +265,16 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   if (has_wal && !f->live_) {
     const WalCheck wal = check_wal(path + "-wal");
     if (wal.header_damaged)
-      f->wal_warning_ = path + "-wal is damaged (its header fails its checksum): SQLite ignores "
-                        "all of it, so every batch not yet copied into " + path + " is missing";
+      f->wal_warning_ = path +
+                        "-wal is damaged (its header fails its checksum): SQLite ignores "
+                        "all of it, so every batch not yet copied into " +
+                        path + " is missing";
     else if (wal.ignored_frames)
       f->wal_warning_ = path + "-wal is damaged after frame " + std::to_string(wal.valid_frames) +
                         ": SQLite ignores the " + std::to_string(wal.ignored_frames) +
                         " frames after it, so the batches committed there are missing unless "
-                        "they were already copied into " + path;
+                        "they were already copied into " +
+                        path;
   }
   Probe p = open_and_probe(file_uri(path, immutable ? "mode=ro&immutable=1" : "mode=ro"), &f->db_);
   const int primary = p.rc & 0xff;
@@ -406,8 +401,10 @@ std::string TraceFile::incomplete_warning() const {
     return path_ + " is still being recorded by gpuwhy trace" + who + "; so far " + committed;
   }
   if (status_ == "stopped") return path_ + " is incomplete: " + stop_reason() + "; " + committed;
-  return path_ + " is incomplete: the agent was killed (the rows it still held, up to about a "
-                 "second per thread, are missing); " + committed;
+  return path_ +
+         " is incomplete: the agent was killed (the rows it still held, up to about a "
+         "second per thread, are missing); " +
+         committed;
 }
 
 std::string TraceFile::stop_reason() const {

@@ -156,28 +156,41 @@ std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t
 }
 
 // Off-CPU rows as an asleep piece and a runnable piece (the run-queue tail, or all of a
-// preemption).
-std::vector<Piece> offcpu_pieces(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from,
-                                 int64_t to) {
-  std::vector<Piece> out;
-  out.reserve(2 * (r.second - r.first));
-  int64_t last_end = from;
-  for (size_t k = r.first; k < r.second; ++k) {
-    const OffCpuRow& o = rows.offcpu[k];
-    const int64_t runq = o.preempted ? o.dur : std::clamp<int64_t>(o.runq, 0, o.dur);
-    const int64_t woken = o.end() - runq;
-    auto add = [&](int64_t s, int64_t e, bool runnable) {
-      s = std::max({s, from, last_end});
-      e = std::min(e, to);
-      if (e <= s) return;
-      out.push_back({s, e, static_cast<uint32_t>(k), runnable});
-      last_end = e;
-    };
-    add(o.ts, woken, false);
-    add(woken, o.end(), true);
+// preemption), made as the sweep asks: written out first, a busy thread's pieces cost more in
+// page faults than the sweep does.
+class OffSource {
+ public:
+  OffSource(const TraceRows& rows, std::pair<size_t, size_t> r, int64_t from, int64_t to)
+      : rows_(&rows), k_(r.first), end_(r.second), to_(to), last_end_(from) {}
+  bool next(Piece& p) {
+    while (head_ == count_) {
+      if (k_ >= end_) return false;
+      head_ = count_ = 0;
+      const size_t k = k_++;
+      const OffCpuRow& o = rows_->offcpu[k];
+      const int64_t runq = o.preempted ? o.dur : std::clamp<int64_t>(o.runq, 0, o.dur);
+      const int64_t woken = o.end() - runq;
+      add(o.ts, woken, k, false);
+      add(woken, o.end(), k, true);
+    }
+    p = buf_[head_++];
+    return true;
   }
-  return out;
-}
+
+ private:
+  void add(int64_t s, int64_t e, size_t k, bool runnable) {
+    s = std::max(s, last_end_);
+    e = std::min(e, to_);
+    if (e <= s) return;
+    buf_[count_++] = {s, e, static_cast<uint32_t>(k), runnable};
+    last_end_ = e;
+  }
+  const TraceRows* rows_;
+  size_t k_, end_;
+  int64_t to_, last_end_;
+  Piece buf_[2];
+  int head_ = 0, count_ = 0;
+};
 
 Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_bytes) {
   const ApiMeta& m = rows.api(c.api);
@@ -242,26 +255,47 @@ class CallCursor : public Walker<CallSource> {
 };
 
 // The times the thread had no GPU work queued: from the end of a call that drained its queue
-// to the start of the next call that queued work.
-std::vector<Piece> idle_pieces(const TraceRows& rows, const Joins& j, const ThreadSummary& t) {
-  std::vector<Piece> idle;
-  int64_t idle_from = -1;
-  for (size_t i = t.call_begin; i < t.call_end; ++i) {
-    if (j.nested[i]) continue;
-    const CallRow& c = rows.calls[i];
-    const ApiMeta& m = rows.api(c.api);
-    if (idle_from >= 0 && enqueues_work(m)) {
-      if (c.ts > idle_from) idle.push_back({idle_from, std::min(c.ts, t.last_ns), 0});
-      idle_from = -1;
+// to the start of the next call that queued work. Made as the sweep asks, like the calls.
+class IdleSource {
+ public:
+  IdleSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t)
+      : rows_(&rows), j_(&j), i_(t.call_begin), end_(t.call_end), last_ns_(t.last_ns) {}
+  bool next(Piece& p) {
+    while (i_ < end_) {
+      const size_t i = i_++;
+      if (j_->nested[i]) continue;
+      const CallRow& c = rows_->calls[i];
+      const ApiMeta& m = rows_->api(c.api);
+      bool made = false;
+      if (idle_from_ >= 0 && enqueues_work(m)) {
+        // A drain that ended inside a later call (overlapping calls) makes no piece.
+        if (c.ts > idle_from_) {
+          p = {idle_from_, std::min(c.ts, last_ns_), 0};
+          made = p.e > p.s;
+        }
+        idle_from_ = -1;
+      }
+      if (drains_queue(m) && idle_from_ < 0) idle_from_ = c.end();
+      if (made) return true;
     }
-    if (drains_queue(m) && idle_from < 0) idle_from = c.end();
+    if (idle_from_ >= 0 && idle_from_ < last_ns_) {  // idle from the last drain to the end
+      p = {idle_from_, last_ns_, 0};
+      idle_from_ = -1;
+      return true;
+    }
+    return false;
   }
-  if (idle_from >= 0 && idle_from < t.last_ns) idle.push_back({idle_from, t.last_ns, 0});
-  // A drain that ended inside a later call (overlapping calls) could leave pieces out of order.
-  idle.erase(std::remove_if(idle.begin(), idle.end(), [](const Piece& p) { return p.e <= p.s; }),
-             idle.end());
-  return idle;
-}
+
+ private:
+  const TraceRows* rows_;
+  const Joins* j_;
+  size_t i_, end_;
+  int64_t last_ns_;
+  int64_t idle_from_ = -1;
+};
+
+using IdleCursor = Walker<IdleSource>;
+using OffCursor = Walker<OffSource>;
 
 // Adds ns to a task in a bucket's list.
 struct TaskTally {
@@ -301,17 +335,17 @@ class ThreadBudgeter {
     b.last_ns = t.last_ns;
     own_pid_ = t.pid;
     own_tid_ = t.tid;
-    const std::vector<Piece> idle = idle_pieces(rows_, j_, t);
-    const std::vector<Piece> off =
-        offcpu_pieces(rows_, Joins::range(j_.offcpu, t.tid), t.first_ns, t.last_ns);
+    const std::pair<size_t, size_t> off_rows = Joins::range(j_.offcpu, t.tid);
     const std::vector<Piece> sys =
         pieces_of(rows_.syscalls, Joins::range(j_.syscalls, t.tid), t.first_ns, t.last_ns);
     const std::vector<Piece> rec =
         pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
-    runq_guess(Joins::range(j_.offcpu, t.tid));
+    runq_guess(off_rows);
 
     CallCursor cc(rows_, j_, t, small_copy_);
-    Cursor ic(idle), oc(off), sc(sys), rc(rec);
+    IdleCursor ic(IdleSource(rows_, j_, t));
+    OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
+    Cursor sc(sys), rc(rec);
     uint32_t last_off = UINT32_MAX;
     for (int64_t at = t.first_ns; at < t.last_ns;) {
       oc.seek(at);
@@ -345,8 +379,8 @@ class ThreadBudgeter {
       add(b, classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap), ns, gap);
       at = to;
     }
-    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, idle, off, sys);
-    if (holders_.recorded()) exact_holders(b, off, idle);
+    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, off_rows, sys);
+    if (holders_.recorded()) exact_holders(b, t, off_rows);
     b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
       std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& c) {
@@ -451,10 +485,12 @@ class ThreadBudgeter {
   // alone: prepare_rows places only two samples, or a sample beside a sleep) still stands for a
   // sampling period on the CPU in that syscall. Its time moves from the host work it was counted
   // in to I/O or a slow syscall: an estimate, like every sampled figure.
-  void lone_samples(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& idle,
-                    const std::vector<Piece>& off, const std::vector<Piece>& sys) {
+  void lone_samples(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
+                    const std::vector<Piece>& sys) {
     CallCursor cc(rows_, j_, t, small_copy_);
-    Cursor ic(idle), oc(off), sc(sys);
+    IdleCursor ic(IdleSource(rows_, j_, t));
+    OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
+    Cursor sc(sys);
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
     for (size_t k = sb; k < se; ++k) {
       const CpuSampleRow& smp = rows_.cpu_samples[k];
@@ -480,18 +516,22 @@ class ThreadBudgeter {
   // With the CPU's run segments recorded, runnable time goes to whoever really ran on the CPU
   // the thread waited for, by time (cpu_holders.hpp); the idle task's share is wake-up latency,
   // and what no segment covers falls back to the preemptor / the last holder.
-  void exact_holders(ThreadBudget& b, const std::vector<Piece>& off,
-                     const std::vector<Piece>& idle) {
+  void exact_holders(ThreadBudget& b, const ThreadSummary& t,
+                     std::pair<size_t, size_t> off_rows) {
     std::vector<HolderTime> hs;
-    size_t ii = 0;
+    IdleCursor ic(IdleSource(rows_, j_, t));
+    OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
     const size_t runnable = static_cast<size_t>(Bucket::Runnable);
     const size_t latency = static_cast<size_t>(Bucket::WakeLatency);
-    for (const Piece& p : off) {
+    for (Piece p; off.next(p);) {
       if (!p.runnable) continue;
-      while (ii < idle.size() && idle[ii].e <= p.s) ++ii;
-      int64_t idle_ns = 0;
-      for (size_t k = ii; k < idle.size() && idle[k].s < p.e; ++k)
-        idle_ns += overlap_ns(idle[k].s, idle[k].e, p.s, p.e);
+      int64_t idle_ns = 0;  // of the wait, the part with the GPU queue empty
+      for (int64_t at = p.s; at < p.e;) {
+        ic.seek(at);
+        const int64_t to = std::min(ic.bound(), p.e);
+        if (ic.cur()) idle_ns += to - at;
+        at = to;
+      }
       const double idle_frac = static_cast<double>(idle_ns) / static_cast<double>(p.e - p.s);
       const OffCpuRow& o = rows_.offcpu[p.idx];
       hs.clear();

@@ -202,6 +202,9 @@ class PendingExt {
   // `part_start`) at its own.
   void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start,
               TraceRows& rows) {
+    size_t total = rows.call_ext.size();
+    for (const auto& part : parts_) total += part.size();
+    rows.call_ext.reserve(total);  // grown once: doubling faulted in and copied it twice over
     for (size_t k = 0; k < part_start.size(); ++k) {
       for (const auto& [row, e] : parts_[k]) rows.set_ext(calls[part_start[k] + row], e);
     }

@@ -168,6 +168,18 @@ class Cursor {
     return *p_++;
   }
   uint64_t varint() {
+    // Ten bytes left hold any varint: no bounds check per byte (most of a chunk's values).
+    if (end_ - p_ >= 10) [[likely]] {
+      uint64_t b = *p_++;
+      if (b < 0x80) return b;
+      uint64_t v = b & 0x7f;
+      for (int shift = 7; shift < 64; shift += 7) {
+        b = *p_++;
+        v |= (b & 0x7f) << shift;
+        if (b < 0x80) return v;
+      }
+      return fail();
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p_ >= end_) return fail();

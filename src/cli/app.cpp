@@ -32,6 +32,7 @@ int run_cli(int argc, char** argv) {
   add_check_command(app, run);
   add_trace_command(app, run);
   add_explain_command(app, run);
+  add_audit_command(app, run);
   add_query_command(app, run);
   add_export_command(app, run);
   add_mcp_command(app, run);
@@ -42,7 +43,7 @@ int run_cli(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return fail(std::string("unknown command '") + argv[1] +
-                    "'; the commands are check, trace, explain, query, export and mcp (see 'gpuwhy --help')",
+                    "'; the commands are check, trace, explain, audit, query, export and mcp (see 'gpuwhy --help')",
                 2);
   try {
     app.parse(argc, argv);

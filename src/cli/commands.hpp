@@ -18,6 +18,7 @@ inline constexpr const char* kDefaultDb = "gpuwhy.db";
 void add_check_command(CLI::App& root, Runner& run);
 void add_trace_command(CLI::App& root, Runner& run);
 void add_explain_command(CLI::App& root, Runner& run);
+void add_audit_command(CLI::App& root, Runner& run);
 void add_query_command(CLI::App& root, Runner& run);
 void add_export_command(CLI::App& root, Runner& run);
 void add_mcp_command(CLI::App& root, Runner& run);

@@ -40,6 +40,9 @@ constexpr const char* kUsage =
     "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"
     "  input-stall: [--input-kib N (256)] [--loader-ms N (4)]\n"
     "  inline-save: [--save-mib N (64)] [--save-every N (10)] [--save-dir DIR (/tmp)]\n"
+    "  memory (any scenario): [--leak-kib N (0): a buffer per step, never freed]\n"
+    "                         [--unused-mib N (0): a buffer at set-up no copy touches]\n"
+    "  sync-bound (any scenario): [--readback-each-op 1: a 4-byte D2H copy after every launch]\n"
     "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
     "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)\n"
@@ -62,7 +65,8 @@ Args make_args(int argc, char** argv) {
                "loss-every",    "cpu",          "hog-threads",    "transfer-mib", "alloc-buffers",
                "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
                "straggle-rank", "straggle-ms",  "rank",           "nccl-id",      "input-kib",
-               "loader-ms",     "save-mib",     "save-every",     "save-dir"},
+               "loader-ms",     "save-mib",     "save-every",     "save-dir",
+               "leak-kib",      "unused-mib",   "readback-each-op"},
               {}, kUsage);
 }
 
@@ -116,6 +120,9 @@ Settings parse_settings(const Args& args) {
   s.save_every = args.u64("save-every", s.save_every);
   if (s.save_bytes == 0 || s.save_every == 0) args.fail("--save-mib and --save-every must be >= 1");
   s.save_dir = args.str("save-dir", s.save_dir);
+  s.leak_bytes = args.u64("leak-kib", 0) << 10;
+  s.unused_bytes = args.u64("unused-mib", 0) * kMiB;
+  s.readback_each_op = args.u64("readback-each-op", 0) != 0;
 
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");

@@ -51,6 +51,11 @@ struct Settings {
   uint64_t save_bytes = 64ull << 20;     // inline-save: one checkpoint
   uint64_t save_every = 10;              // inline-save: steps between checkpoints
   std::string save_dir = "/tmp";         // inline-save: where the checkpoint file goes
+  // Memory, in any scenario (the audit's memory sites): a device buffer allocated every step and
+  // never freed, and one allocated at set-up that no copy ever touches.
+  uint64_t leak_bytes = 0;
+  uint64_t unused_bytes = 0;
+  bool readback_each_op = false;  // a 4-byte D2H read-back after every launch (sync-bound)
 
   // straggler
   int ranks = 2;

@@ -71,6 +71,7 @@ void Trainer::setup() {
     check(cudaMalloc(&d_grads_, s_.grad_bytes), "cudaMalloc grads");
   }
   temps_.assign(s_.alloc_buffers, nullptr);
+  if (s_.unused_bytes > 0) check(cudaMalloc(&d_unused_, s_.unused_bytes), "cudaMalloc unused");
   if (s_.scenario == Scenario::kInlineSave) {
     const std::string path = s_.save_dir + "/sim_train-ckpt-" + std::to_string(getpid()) + "-" +
                              std::to_string(index_);
@@ -104,6 +105,7 @@ void Trainer::teardown() {
   check(cudaFree(d_batch_), "cudaFree batch");
   check(cudaFree(d_loss_), "cudaFree loss");
   if (d_grads_ != nullptr) check(cudaFree(d_grads_), "cudaFree grads");
+  if (d_unused_ != nullptr) check(cudaFree(d_unused_), "cudaFree unused");
   check(cudaFreeHost(h_batch_), "cudaFreeHost batch");
   check(cudaFreeHost(h_loss_), "cudaFreeHost loss");
   check(cudaStreamDestroy(stream_), "cudaStreamDestroy");
@@ -130,6 +132,10 @@ void Trainer::launch_batch(std::span<const Kernel> kernels) {
     check(cudaLaunchKernel(reinterpret_cast<const void*>(k.fn), grid, block, params, 0, stream_),
           k.name);
     ++stats_.launches;
+    if (s_.readback_each_op) {
+      float v = 0;  // a per-layer metric read back with .item(): the host waits for each kernel
+      check(cudaMemcpy(&v, d_loss_, sizeof v, cudaMemcpyDeviceToHost), "cudaMemcpy metric");
+    }
   }
 }
 
@@ -143,6 +149,11 @@ void Trainer::step(uint64_t i) {
   upload_batch();
   if (sc == Scenario::kAllocChurn) {
     for (void*& t : temps_) check(cudaMalloc(&t, s_.alloc_bytes), "cudaMalloc temporary");
+  }
+  if (s_.leak_bytes > 0) {
+    void* kept = nullptr;  // a cache that only grows: appended to every step, never freed
+    check(cudaMalloc(&kept, s_.leak_bytes), "cudaMalloc leak");
+    leaked_.push_back(kept);
   }
   launch_batch(forward_kernels());
   if (sc == Scenario::kHiddenSync) {

@@ -86,6 +86,8 @@ class Trainer {
   void* h_loss_ = nullptr;        // pinned
   std::vector<char> h_pageable_;  // transfer: ordinary malloc'd memory
   std::vector<void*> temps_;      // alloc-churn
+  std::vector<void*> leaked_;     // --leak-kib: never freed
+  void* d_unused_ = nullptr;      // --unused-mib: never touched
 };
 
 // Exits the process with a message when a runtime call fails: sim_train's calls are all

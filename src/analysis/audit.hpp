@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy audit`: what each GPU process spends its time on, what device memory it holds, and
+// what that costs. Drawn from the same time budget as explain (budget.hpp): the regime is the
+// budget's buckets grouped by what would have to change, and the fixes are explain's chains,
+// ranked by the time they would return. Memory comes from the allocation and free calls, and
+// from which allocations any copy or memset touched.
+//
+// Host-side only: the trace holds no device timeline, so the GPU's busy time is bounded, not
+// measured (docs/audit.md says how, and how far to trust each figure).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/explain.hpp"
+#include "analysis/rows.hpp"
+
+namespace gpuwhy::analysis {
+
+struct AuditOptions {
+  double price_per_gpu_hour = 0;  // 0: no cost figures
+  Thresholds thresholds;
+};
+
+enum class Regime { HostBound, TransferBound, SyncBound, PeerBound, GpuBound };
+std::string_view regime_name(Regime r);  // "host_bound", ...
+
+// Where a process's GPU threads spent their spans, grouped by what would move it.
+struct RegimeTimes {
+  int64_t span_ns = 0;      // the threads' spans, summed
+  int64_t gpu_ns = 0;       // blocked waiting for its own GPU work (syncs, synchronous copies)
+  int64_t transfer_ns = 0;  // in host<->device copies
+  int64_t peer_ns = 0;      // waiting for other ranks (collectives, and syncs behind them)
+  int64_t sync_ns = 0;      // waits explain blames on syncs the loop did not need
+  int64_t refill_ns = 0;    // host work after a sync drained the queue (GPU idle meanwhile)
+  int64_t host_ns = 0;      // everything else on the host: launches, host work, stalls
+};
+
+// The GPU's busy time, bounded from the host side: at least the time its threads waited in
+// drains (syncs, synchronous copies, frees), at most the time they had work queued; the
+// estimate between them reads each drain (audit.cpp, thread_busy).
+struct GpuBusy {
+  int64_t lower_ns = 0, upper_ns = 0, estimate_ns = 0;
+  int64_t error_ns() const { return std::max(estimate_ns - lower_ns, upper_ns - estimate_ns); }
+};
+
+// One allocation site: the Python line or native frame of the allocation calls, else the API.
+struct MemorySite {
+  std::string site;
+  std::string pattern;  // "held" | "per_step" | "growing" | "freed" | "mixed"
+  uint64_t allocs = 0, frees = 0;
+  uint64_t bytes_allocated = 0;
+  // In allocations kept to the end (never freed, or freed only in the window's last tenth, as
+  // a program's clean-up at exit does).
+  uint64_t kept_bytes = 0;
+  uint64_t untouched_bytes = 0;  // kept allocations no copy or memset touched
+  uint64_t untouched_allocs = 0;
+};
+
+struct MemoryPoint {
+  int64_t at_ns = 0;  // relative to the trace start
+  uint64_t live_bytes = 0;
+};
+
+struct ProcessMemory {
+  uint64_t live_start = 0, live_end = 0, peak = 0;
+  int64_t peak_at_ns = 0;             // relative to the trace start
+  uint64_t pinned_host_peak = 0;      // page-locked host memory (not on the device)
+  std::vector<MemoryPoint> timeline;  // at most ~100 points: the peak of each stretch
+  std::vector<MemorySite> sites;      // most live bytes at the end, then most allocated
+  uint64_t allocations = 0;
+};
+
+// A fix from explain, with the time it would return and what that time cost.
+struct Lever {
+  std::string kind, title, fix;
+  int64_t lost_ns = 0;
+  double cost = 0;
+};
+
+struct ProcessAudit {
+  Task process;
+  int64_t first_ns = 0, last_ns = 0;  // relative to the trace start: its GPU threads' spans
+  RegimeTimes times;
+  GpuBusy busy;
+  Regime regime = Regime::HostBound;
+  std::string evidence;  // why this regime, in numbers
+  std::string move;      // what would move it
+  std::vector<Lever> levers;
+  ProcessMemory memory;
+  double cost = 0, lost_cost = 0;  // with a price: its span, and its chains' lost time
+};
+
+struct AuditReport {
+  TraceInfo trace;
+  std::vector<Caveat> caveats;
+  std::vector<ProcessAudit> processes;  // longest span first
+  double price_per_gpu_hour = 0;
+  double window_cost = 0;  // every GPU process over the window, one GPU each
+};
+
+// Runs explain's analysis (analyze) and the memory pass over the same rows.
+AuditReport audit(TraceRows rows, const AuditOptions& opt = {});
+
+// The memory pass alone (for tests): per pid.
+std::vector<std::pair<uint32_t, ProcessMemory>> audit_memory(const TraceRows& rows);
+
+}  // namespace gpuwhy::analysis

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "export/audit_render.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "analysis/units.hpp"
+
+namespace gpuwhy::render {
+namespace {
+
+using analysis::fmt_bytes;
+using analysis::fmt_duration;
+using analysis::fmt_percent;
+using json = nlohmann::ordered_json;
+
+double share(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+double round4(double v) { return std::round(v * 1e4) / 1e4; }
+// Costs of short windows are fractions of a cent: kept to a millionth.
+double round6(double v) { return std::round(v * 1e6) / 1e6; }
+// Cents for real sums; small windows keep four significant digits instead of showing 0.00.
+std::string money(double v) {
+  return v >= 1 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.4g}", v);
+}
+
+std::string sites_text(const analysis::ProcessMemory& m) {
+  std::string out;
+  size_t shown = 0;
+  for (const analysis::MemorySite& s : m.sites) {
+    if (shown++ == 8) {
+      out += fmt::format("      … {} more sites\n", m.sites.size() - 8);
+      break;
+    }
+    out += fmt::format("      {:<9} {:>10} kept of {:>10} in {} alloc(s), {} freed: {}\n",
+                       s.pattern, fmt_bytes(s.kept_bytes), fmt_bytes(s.bytes_allocated), s.allocs,
+                       s.frees, s.site);
+    if (s.untouched_bytes > 0)
+      out += fmt::format(
+          "                {} in {} kept allocation(s) that no copy or memset "
+          "touched: a candidate to free (kernels' own use is not recorded)\n",
+          fmt_bytes(s.untouched_bytes), s.untouched_allocs);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string audit_text(const analysis::AuditReport& r) {
+  std::string out = fmt::format("gpuwhy audit: {} GPU process(es) over {}", r.processes.size(),
+                                fmt_duration(r.trace.window.duration()));
+  if (r.price_per_gpu_hour > 0)
+    out += fmt::format(", {} at {}/GPU-hour (one GPU per process)", money(r.window_cost),
+                       money(r.price_per_gpu_hour));
+  out += "\n";
+  for (const analysis::Caveat& c : r.caveats) out += "  note: " + c.text + "\n";
+  for (const analysis::ProcessAudit& p : r.processes) {
+    const int64_t span = p.last_ns - p.first_ns;
+    out += fmt::format("\n{}: {} for {}\n", p.process.label(),
+                       std::string(analysis::regime_name(p.regime)), fmt_duration(span));
+    out += "  why:  " + p.evidence + "\n";
+    out += "  move: " + p.move + "\n";
+    out += fmt::format(
+        "  GPU busy (host-side estimate): {} of {} ({}), within {} .. {} (waited in syncs .. "
+        "had work queued)\n",
+        fmt_duration(p.busy.estimate_ns), fmt_duration(span),
+        fmt_percent(share(p.busy.estimate_ns, span)), fmt_duration(p.busy.lower_ns),
+        fmt_duration(p.busy.upper_ns));
+    if (r.price_per_gpu_hour > 0)
+      out += fmt::format("  cost: {} for its span, {} of it lost to the causes below\n",
+                         money(p.cost), money(p.lost_cost));
+    for (const analysis::Lever& l : p.levers) {
+      out += fmt::format("  fix ({} back{}): {}: {}\n", fmt_duration(l.lost_ns),
+                         r.price_per_gpu_hour > 0 ? ", " + money(l.cost) : std::string(), l.title,
+                         l.fix);
+    }
+    const analysis::ProcessMemory& m = p.memory;
+    if (m.allocations == 0) {
+      out += "  device memory: no allocation calls in the window\n";
+      continue;
+    }
+    out += fmt::format("  device memory: peak {} at +{}, {} at the start, {} at the end",
+                       fmt_bytes(m.peak), fmt_duration(m.peak_at_ns), fmt_bytes(m.live_start),
+                       fmt_bytes(m.live_end));
+    if (m.pinned_host_peak > 0)
+      out += fmt::format("; pinned host peak {}", fmt_bytes(m.pinned_host_peak));
+    out += "\n" + sites_text(m);
+  }
+  return out;
+}
+
+json audit_json(const analysis::AuditReport& r) {
+  const analysis::TimeWindow& w = r.trace.window;
+  json caveats = json::array();
+  for (const analysis::Caveat& c : r.caveats)
+    caveats.push_back({{"kind", c.kind}, {"text", c.text}});
+  json procs = json::array();
+  for (const analysis::ProcessAudit& p : r.processes) {
+    const int64_t span = p.last_ns - p.first_ns;
+    json levers = json::array();
+    for (const analysis::Lever& l : p.levers) {
+      json j{{"kind", l.kind}, {"title", l.title}, {"fix", l.fix}, {"lost_ns", l.lost_ns}};
+      if (r.price_per_gpu_hour > 0) j["cost"] = round6(l.cost);
+      levers.push_back(std::move(j));
+    }
+    json sites = json::array();
+    for (const analysis::MemorySite& s : p.memory.sites)
+      sites.push_back({{"site", s.site},
+                       {"pattern", s.pattern},
+                       {"allocs", s.allocs},
+                       {"frees", s.frees},
+                       {"bytes_allocated", s.bytes_allocated},
+                       {"kept_bytes", s.kept_bytes},
+                       {"untouched_bytes", s.untouched_bytes},
+                       {"untouched_allocs", s.untouched_allocs}});
+    json timeline = json::array();
+    for (const analysis::MemoryPoint& pt : p.memory.timeline)
+      timeline.push_back({pt.at_ns, pt.live_bytes});
+    const analysis::RegimeTimes& t = p.times;
+    json j{{"pid", p.process.pid},
+           {"comm", p.process.comm},
+           {"first_rel_ns", p.first_ns},
+           {"last_rel_ns", p.last_ns},
+           {"regime", analysis::regime_name(p.regime)},
+           {"evidence", p.evidence},
+           {"move", p.move},
+           {"times",
+            {{"span_ns", t.span_ns},
+             {"gpu_wait_ns", t.gpu_ns},
+             {"transfer_ns", t.transfer_ns},
+             {"peer_ns", t.peer_ns},
+             {"sync_ns", t.sync_ns},
+             {"refill_ns", t.refill_ns},
+             {"host_ns", t.host_ns}}},
+           {"gpu_busy",
+            {{"estimate_ns", p.busy.estimate_ns},
+             {"error_ns", p.busy.error_ns()},
+             {"lower_ns", p.busy.lower_ns},
+             {"upper_ns", p.busy.upper_ns},
+             {"ratio", round4(share(p.busy.estimate_ns, span))}}},
+           {"levers", std::move(levers)},
+           {"memory",
+            {{"allocations", p.memory.allocations},
+             {"live_start_bytes", p.memory.live_start},
+             {"live_end_bytes", p.memory.live_end},
+             {"peak_bytes", p.memory.peak},
+             {"peak_rel_ns", p.memory.peak_at_ns},
+             {"pinned_host_peak_bytes", p.memory.pinned_host_peak},
+             {"timeline", std::move(timeline)},
+             {"sites", std::move(sites)}}}};
+    if (r.price_per_gpu_hour > 0) {
+      j["cost"] = round6(p.cost);
+      j["lost_cost"] = round6(p.lost_cost);
+    }
+    procs.push_back(std::move(j));
+  }
+  json out{{"schema", "gpuwhy.audit/1"},
+           {"window",
+            {{"start_rel_ns", w.start_ns - w.trace_start_ns},
+             {"end_rel_ns", w.end_ns - w.trace_start_ns},
+             {"duration_ns", w.duration()}}},
+           {"caveats", std::move(caveats)},
+           {"processes", std::move(procs)}};
+  if (r.price_per_gpu_hour > 0) {
+    out["price_per_gpu_hour"] = r.price_per_gpu_hour;
+    out["window_cost"] = round6(r.window_cost);
+  }
+  return out;
+}
+
+}  // namespace gpuwhy::render

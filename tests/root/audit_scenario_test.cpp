@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpuwhy audit` on sim_train loops with a known regime and known memory (issue 21): the real
+// agent traces each loop, audit --json reads the file, and the simulator's own ground truth
+// (GWSIM_TRUTH: the device's busy time, the sum of every operation's duration) is the reference
+// for the GPU-busy estimate, which must lie within the error bound audit states for it (plus a
+// margin for a loaded machine, where the simulator's device thread itself runs late).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/process.hpp"
+#include "support/scenario.hpp"
+
+namespace gpuwhy::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Audited {
+  json audit;   // the one sim_train process's entry
+  json priced;  // the whole report with --price-per-gpu-hour 3
+  json truth;
+  std::string text;  // audit's text report, for failure messages
+};
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str(), nullptr, false);
+}
+
+void audit_loop(const std::vector<std::string>& args, const std::vector<std::string>& flags,
+                Audited& out) {
+  TempDir dir;
+  const std::string db = dir.file("t.db");
+  std::vector<std::string> agent_flags = {"--no-host-libs"};
+  agent_flags.insert(agent_flags.end(), flags.begin(), flags.end());
+  Agent agent(db, agent_flags, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  std::vector<std::string> argv = {workload("sim_train")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const RunResult w =
+      run(argv, {{"GW_START_DELAY_MS", "300"}, {"GWSIM_TRUTH", dir.file("truth.json")}});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  // Its own pid only: another test's workload on the same runtime may have been traced too.
+  const json summary = summary_of(w.out);
+  ASSERT_TRUE(summary.contains("pid")) << w.out;
+  const std::string pid = std::to_string(summary["pid"].get<int64_t>());
+  const RunResult a = run({gpuwhy_binary(), "audit", "--db", db, "--pid", pid, "--json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const json report = json::parse(a.out);
+  out.text = run({gpuwhy_binary(), "audit", "--db", db, "--pid", pid}).out;
+  const RunResult p = run(
+      {gpuwhy_binary(), "audit", "--db", db, "--pid", pid, "--json", "--price-per-gpu-hour", "3"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  out.priced = json::parse(p.out);
+  ASSERT_EQ(report["schema"], "gpuwhy.audit/1");
+  ASSERT_EQ(report["processes"].size(), 1u) << out.text;
+  out.audit = report["processes"][0];
+  out.truth = read_json(dir.file("truth.json"));
+  ASSERT_TRUE(out.truth.is_object() && out.truth.contains("gpu_busy_ns")) << "no ground truth";
+}
+
+// The busy estimate against the simulator's: within the stated error, plus 15% of the span.
+void expect_busy_near_truth(const Audited& a) {
+  const json& b = a.audit["gpu_busy"];
+  const double truth = a.truth["gpu_busy_ns"].get<double>();
+  const double span = a.audit["last_rel_ns"].get<double>() - a.audit["first_rel_ns"].get<double>();
+  EXPECT_LE(std::abs(b["estimate_ns"].get<double>() - truth),
+            b["error_ns"].get<double>() + 0.15 * span)
+      << "truth " << truth << " ns\n"
+      << a.text;
+}
+
+class AuditScenario : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(AuditScenario, GpuBoundLoop) {
+  Audited a;
+  // Kernels ten times their usual length: the host queues a step and waits in its sync.
+  audit_loop({"--scenario", "clean", "--steps", "50", "--kernel-scale", "10"}, {}, a);
+  EXPECT_EQ(a.audit["regime"], "gpu_bound") << a.text;
+  expect_busy_near_truth(a);
+  // Fed all the time: the estimate is close, not only inside a wide bound.
+  const double truth = a.truth["gpu_busy_ns"].get<double>();
+  EXPECT_NEAR(a.audit["gpu_busy"]["estimate_ns"].get<double>(), truth, 0.25 * truth) << a.text;
+}
+
+TEST_F(AuditScenario, HostBoundLoop) {
+  Audited a;
+  // 4 ms of batch collation per step against a fifth of the usual kernel time.
+  audit_loop({"--scenario", "clean", "--steps", "60", "--prep-us", "4000", "--kernel-scale", "0.2"},
+             {}, a);
+  EXPECT_EQ(a.audit["regime"], "host_bound") << a.text;
+  expect_busy_near_truth(a);
+}
+
+TEST_F(AuditScenario, TransferBoundLoop) {
+  Audited a;
+  audit_loop({"--scenario", "transfer", "--steps", "20", "--transfer-mib", "128"}, {}, a);
+  EXPECT_EQ(a.audit["regime"], "transfer_bound") << a.text;
+  bool lever = false;
+  for (const json& l : a.audit["levers"]) lever = lever || l["kind"] == "transfer_bound";
+  EXPECT_TRUE(lever) << "explain's transfer chain is not among the fixes\n" << a.text;
+  expect_busy_near_truth(a);
+}
+
+TEST_F(AuditScenario, SyncBoundLoop) {
+  Audited a;
+  // A 4-byte read-back after every launch: host work (150 us per op) and GPU work take turns.
+  audit_loop({"--scenario", "clean", "--steps", "40", "--readback-each-op", "1", "--overhead-us",
+              "150", "--kernel-scale", "5"},
+             {}, a);
+  EXPECT_EQ(a.audit["regime"], "sync_bound") << a.text;
+  expect_busy_near_truth(a);
+}
+
+TEST_F(AuditScenario, MemorySitesLeakAndUnusedBuffer) {
+  Audited a;
+  // 512 KiB allocated every step and never freed; 64 MiB allocated at set-up, never copied to.
+  audit_loop({"--scenario", "clean", "--steps", "60", "--leak-kib", "512", "--unused-mib", "64"},
+             {"--stacks"}, a);
+  const json& m = a.audit["memory"];
+  const json* leak = nullptr;
+  const json* unused = nullptr;
+  for (const json& s : m["sites"]) {
+    const std::string site = s["site"];
+    if (site.find("Trainer::step") != std::string::npos && s["allocs"].get<int>() >= 60) leak = &s;
+    if (s["bytes_allocated"].get<uint64_t>() == (64ull << 20)) unused = &s;
+  }
+  ASSERT_NE(leak, nullptr) << "no allocation site in Trainer::step with 60 allocations\n" << a.text;
+  EXPECT_EQ((*leak)["pattern"], "growing") << a.text;
+  EXPECT_EQ((*leak)["frees"], 0) << a.text;
+  EXPECT_EQ((*leak)["kept_bytes"].get<uint64_t>(), 60ull * (512 << 10)) << a.text;
+  ASSERT_NE(unused, nullptr) << "no 64 MiB allocation site\n" << a.text;
+  EXPECT_NE((*unused)["site"].get<std::string>().find("Trainer::setup"), std::string::npos);
+  EXPECT_EQ((*unused)["pattern"], "held") << a.text;
+  EXPECT_EQ((*unused)["untouched_bytes"].get<uint64_t>(), 64ull << 20) << a.text;
+  // The batch buffer is copied into every step: held, and not a candidate.
+  for (const json& s : m["sites"])
+    if (s["bytes_allocated"].get<uint64_t>() == (4ull << 20))
+      EXPECT_EQ(s["untouched_bytes"], 0) << "the batch buffer is copied to every step\n" << a.text;
+  // Live memory grows by the leak: 64 MiB + the batch buffers at the start, + 30 MiB by the end.
+  EXPECT_GE(m["peak_bytes"].get<uint64_t>(), (64ull << 20) + 60ull * (512 << 10)) << a.text;
+}
+
+TEST_F(AuditScenario, PriceGivesCosts) {
+  Audited a;
+  audit_loop({"--scenario", "clean", "--steps", "30"}, {}, a);
+  EXPECT_FALSE(a.audit.contains("cost")) << "a cost without a price\n" << a.text;
+  const json& r = a.priced;
+  ASSERT_EQ(r["price_per_gpu_hour"], 3.0);
+  const double hours = r["window"]["duration_ns"].get<double>() / 3.6e12;
+  EXPECT_NEAR(r["window_cost"].get<double>(), 3.0 * hours, 2e-6);
+  const json& p = r["processes"][0];
+  const double span_h = (p["last_rel_ns"].get<double>() - p["first_rel_ns"].get<double>()) / 3.6e12;
+  EXPECT_NEAR(p["cost"].get<double>(), 3.0 * span_h, 2e-6);
+  double lost = 0;
+  for (const json& l : p["levers"]) {
+    EXPECT_NEAR(l["cost"].get<double>(), 3.0 * l["lost_ns"].get<double>() / 3.6e12, 2e-6);
+    lost += l["cost"].get<double>();
+  }
+  EXPECT_NEAR(p["lost_cost"].get<double>(), lost, 1e-5);
+}
+
+TEST_F(AuditScenario, BadPriceIsRefused) {
+  const RunResult r =
+      run({gpuwhy_binary(), "audit", "--db", "/nonexistent.db", "--price-per-gpu-hour", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--price-per-gpu-hour"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuwhy::testing

@@ -195,6 +195,11 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
     out += "\n";
   }
   for (const std::string& n : job.notes) out += "note     " + n + "\n";
+  // What each file's own report warns about (lost events, an unfinished trace, families off):
+  // the per-host evidence below is only as good as that file.
+  for (const Loaded& l : files)
+    for (const analysis::Caveat& c : l.report.caveats)
+      out += "caveat   " + l.host.host + " (" + l.host.path + "): " + c.text + "\n";
   out += "\n";
   if (s) {
     const std::string label = rank_label(files, *s, job.nranks);
@@ -319,6 +324,11 @@ ordered_json render_json(const std::vector<Loaded>& files, const Outcome& o) {
         {"host_chains", chains}};
   }
   j["notes"] = job.notes;
+  j["caveats"] = ordered_json::array();
+  for (const Loaded& l : files)
+    for (const analysis::Caveat& c : l.report.caveats)
+      j["caveats"].push_back(
+          {{"host", l.host.host}, {"file", l.host.path}, {"kind", c.kind}, {"text", c.text}});
   return j;
 }
 

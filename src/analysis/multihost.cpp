@@ -159,6 +159,11 @@ Result<Job> join_hosts(const std::vector<HostFile>& files, uint32_t min_collecti
     }
     fit.instances = n;
     fit.max_residual_ns = max_residual;
+    if (f > 0 && std::abs(fit.offset_ns) >= kClockNoteNs)
+      job.notes.push_back(files[f].host + "'s wall clock is " +
+                          fmt_duration(std::abs(fit.offset_ns)) +
+                          (fit.offset_ns < 0 ? " ahead of " : " behind ") + files[0].host +
+                          "'s (the collectives say so): check its time synchronisation (NTP, PTP)");
     if (res.empty()) continue;
     std::vector<int64_t> r90 = res;
     fit.residual_p50_ns = median(res);

@@ -80,6 +80,8 @@ struct Job {
 // less.
 inline constexpr int64_t kMaxResidualNs = 2'000'000;
 inline constexpr double kMaxResidualOfPeriod = 0.25;
+// A fitted offset this large is worth a note: the hosts' clocks are not synchronised.
+inline constexpr int64_t kClockNoteNs = 100'000'000;
 // Fewer matched instances than this cannot fit a clock.
 inline constexpr uint64_t kMinInstances = 5;
 

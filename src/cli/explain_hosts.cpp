@@ -345,6 +345,7 @@ int run_explain_hosts(const std::vector<std::string>& dbs, bool json) {
     files[i].host = std::move(h.value());
   }
   std::vector<analysis::HostFile> hosts;
+  hosts.reserve(files.size());
   for (const Loaded& l : files) hosts.push_back(l.host);
   auto job = analysis::join_hosts(hosts);
   if (!job) return fail(job.error().line(), job.error().exit_code);

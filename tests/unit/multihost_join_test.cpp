@@ -40,8 +40,10 @@ std::vector<HostFile> job(uint32_t nranks, size_t n, uint32_t late, int64_t late
   return files;
 }
 
-TEST(MultiHostJoin, FindsTheLateRankAndTheClockOffset) {
-  const int64_t skew = 2'500 * kMs;
+class MultiHostSkew : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(MultiHostSkew, FindsTheLateRankAndTheClockOffset) {
+  const int64_t skew = GetParam();
   auto j = join_hosts(job(4, 30, 3, 5 * kMs, skew));
   ASSERT_TRUE(j) << j.error().line();
   EXPECT_EQ(j->nranks, 4u);
@@ -56,7 +58,15 @@ TEST(MultiHostJoin, FindsTheLateRankAndTheClockOffset) {
   EXPECT_EQ(s.file, 1u);
   EXPECT_EQ(j->ranks[static_cast<size_t>(j->straggler)].last, 30u);
   EXPECT_NEAR(static_cast<double>(j->ranks[3].late_p50_ns), 5.0 * kMs, 0.1 * kMs);
+  // A clock off by more than 100 ms is worth a note; one in step is not.
+  const bool noted =
+      !j->notes.empty() && j->notes.back().find("wall clock is") != std::string::npos;
+  EXPECT_EQ(noted, skew != 0) << (j->notes.empty() ? "" : j->notes.back());
 }
+
+// Host b ahead, behind, in step.
+INSTANTIATE_TEST_SUITE_P(MultiHostJoin, MultiHostSkew,
+                         ::testing::Values(2'500 * kMs, -3'000 * kMs, int64_t{0}));
 
 TEST(MultiHostJoin, BalancedJobNamesNobody) {
   auto j = join_hosts(job(4, 30, 3, 0, 0));

@@ -138,27 +138,64 @@ Result<Job> join_hosts(const std::vector<HostFile>& files, uint32_t min_collecti
         static_cast<int64_t>(kMaxResidualOfPeriod * static_cast<double>(median(steps))));
   }
 
-  // Clocks: each file against the first, from the instances' ends.
-  const RankMember& ref = *std::find_if(job.members.begin(), job.members.end(),
-                                        [](const RankMember& m) { return m.file == 0; });
+  // Clocks: each file against the first, on the moment every rank of an instance shares. For
+  // blocking collectives (a quarter or more of the calls waited 200 µs or more for their peers)
+  // that is the call's end; for asynchronous ones (every call returns once queued) the end of the
+  // blocked sync that completes it (RankCollective::done), a coarser anchor.
+  uint64_t blocked = 0;
+  for (const RankMember& m : job.members)
+    for (size_t k = 0; k < n; ++k)
+      blocked += m.collectives[k].end - m.collectives[k].ts >= kBlockedSyncNs;
+  const bool on_ends = 4 * blocked >= n * job.members.size();
+  auto moment = [&](const RankMember& m, size_t k) {
+    return on_ends ? m.collectives[k].end : m.collectives[k].done;
+  };
+  // Per instance, the median moment of one file's ranks (0: none of them has one).
+  auto file_moment = [&](size_t f, size_t k) {
+    std::vector<int64_t> v;
+    for (const RankMember& m : job.members)
+      if (m.file == f && moment(m, k) != 0) v.push_back(moment(m, k));
+    return median(std::move(v));
+  };
   job.clocks.resize(files.size());
   for (size_t f = 0; f < files.size(); ++f) {
     ClockFit& fit = job.clocks[f];
     fit.same_clock = !files[f].boot_id.empty() && files[f].boot_id == files[0].boot_id;
-    const auto first = std::find_if(job.members.begin(), job.members.end(),
-                                    [&](const RankMember& m) { return m.file == f; });
-    if (first == job.members.end()) continue;  // its ranks were of another communicator
+    fit.anchor = on_ends ? "collective_ends" : "sync_ends";
+    fit.max_residual_ns = max_residual;
     std::vector<int64_t> d;
-    for (size_t k = 0; k < n; ++k) d.push_back(ref.collectives[k].end - first->collectives[k].end);
+    std::vector<int64_t> ref(n);
+    for (size_t k = 0; k < n; ++k) {
+      ref[k] = file_moment(0, k);
+      const int64_t here = file_moment(f, k);
+      if (ref[k] != 0 && here != 0) d.push_back(ref[k] - here);
+    }
+    fit.instances = d.size();
+    if (d.size() < kMinInstances)
+      return refuse("only " + std::to_string(d.size()) + " collective instances of " +
+                        where(files[f]) + " have a moment shared with " + where(files[0]) +
+                        (on_ends ? " (the ends of blocking collectives)"
+                                 : " (the collectives return at once: asynchronous NCCL; the "
+                                   "syncs that complete them did not block)"),
+                    "the clocks cannot be aligned; trace every host over the same run");
     fit.offset_ns = f == 0 ? 0 : median(d);
+    // Residuals: each rank of the file against the reference file's median moment; on the
+    // reference file itself, against the median of its other ranks (not against itself).
     std::vector<int64_t> res;
     for (const RankMember& m : job.members) {
-      if (m.file != f || &m == &ref) continue;
-      for (size_t k = 0; k < n; ++k)
-        res.push_back(std::abs(ref.collectives[k].end - (m.collectives[k].end + fit.offset_ns)));
+      if (m.file != f) continue;
+      for (size_t k = 0; k < n; ++k) {
+        if (moment(m, k) == 0) continue;
+        int64_t against = ref[k];
+        if (f == 0) {
+          std::vector<int64_t> others;
+          for (const RankMember& o : job.members)
+            if (o.file == 0 && &o != &m && moment(o, k) != 0) others.push_back(moment(o, k));
+          against = median(std::move(others));
+        }
+        if (against != 0) res.push_back(std::abs(against - (moment(m, k) + fit.offset_ns)));
+      }
     }
-    fit.instances = n;
-    fit.max_residual_ns = max_residual;
     if (f > 0 && std::abs(fit.offset_ns) >= kClockNoteNs)
       job.notes.push_back(files[f].host + "'s wall clock is " +
                           fmt_duration(std::abs(fit.offset_ns)) +
@@ -169,15 +206,18 @@ Result<Job> join_hosts(const std::vector<HostFile>& files, uint32_t min_collecti
     fit.residual_p50_ns = median(res);
     fit.residual_p90_ns = percentile(r90, 90);
     if (fit.residual_p50_ns > max_residual)
-      return refuse("the NCCL collectives of " + where(files[f]) + " do not line up with " +
-                        where(files[0]) + "'s: after the best clock offset (" +
-                        fmt_duration(fit.offset_ns) + ") their ends still differ by " +
-                        fmt_duration(fit.residual_p50_ns) + " (median of " +
-                        std::to_string(res.size()) + "; at most " + fmt_duration(max_residual) +
-                        " is trusted)",
-                    "these traces are not one job's, or its collectives do not block on their "
-                    "peers (asynchronous NCCL), which this join needs");
+      return refuse(
+          "the NCCL collectives of " + where(files[f]) + " do not line up with " + where(files[0]) +
+              "'s: after the best clock offset (" + fmt_duration(fit.offset_ns) + ") their " +
+              (on_ends ? "ends" : "completing syncs' ends") + " still differ by " +
+              fmt_duration(fit.residual_p50_ns) + " (median of " + std::to_string(res.size()) +
+              "; at most " + fmt_duration(max_residual) + " is trusted)",
+          "these traces are not one job's, or they cover different parts of it");
   }
+  if (!on_ends)
+    job.notes.push_back(
+        "the collectives return once queued (asynchronous NCCL): clocks aligned on the ends of "
+        "the syncs that complete them, a coarser anchor than blocking collectives' ends");
 
   // Arrivals on the common clock.
   const size_t R = job.members.size();

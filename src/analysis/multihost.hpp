@@ -24,7 +24,16 @@ namespace gpuwhy::analysis {
 struct RankCollective {
   int64_t ts = 0, end = 0;
   uint16_t api = 0;
+  uint32_t tid = 0;  // the calling thread
+  // The end of the calling thread's first synchronisation after the call (before its next
+  // collective) when that sync blocked: under asynchronous NCCL the call returns once queued and
+  // the wait for the peers moves into that sync, whose end is then the instance's common moment
+  // (plus the same GPU work on every rank). 0 when there is none, or it did not block.
+  int64_t done = 0;
 };
+
+// A sync shorter than this did not wait for the GPU: its end says nothing about the instance.
+inline constexpr int64_t kBlockedSyncNs = 200'000;
 
 // A process's membership in one communicator, as its file recorded it.
 struct RankMember {
@@ -51,6 +60,9 @@ struct ClockFit {
   uint64_t instances = 0;       // collective instances the fit used
   int64_t max_residual_ns = 0;  // the median residual above which the join is refused
   bool same_clock = false;      // same boot_id as the reference: one host, one clock
+  // What the offset was fitted on: "collective_ends" (blocking collectives) or "sync_ends"
+  // (asynchronous collectives: the blocked syncs that complete them, a coarser anchor).
+  std::string anchor = "collective_ends";
 };
 
 // One rank's arrivals over the matched instances.

@@ -187,7 +187,7 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
       out += "reference";
     else
       out += "offset " + ns_s(c.offset_ns) + " (fitted on " + analysis::fmt_count(c.instances) +
-             " collective ends" +
+             (c.anchor == "sync_ends" ? " completing syncs' ends" : " collective ends") +
              (c.same_clock ? "; same boot id as the reference: one host" : "") + ")";
     if (c.residual_p90_ns > 0 || f > 0)
       out += ", residual skew p50 " + fmt_duration(c.residual_p50_ns) + ", p90 " +
@@ -215,8 +215,8 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
     out += "   evidence\n";
     out += "     - it enters each collective a mean " + fmt_duration(sl->late_mean_ns) + " (p50 " +
            fmt_duration(sl->late_p50_ns) +
-           ") after the other ranks' median entry, on clocks "
-           "aligned from the collectives' ends\n";
+           ") after the other ranks' median entry, on one clock "
+           "(each host's aligned on the collectives)\n";
     out += "     - the other ranks waited for it " + fmt_duration(job.imposed_ns) +
            " in all (mean per rank and collective)\n";
     if (o.straggler.known)
@@ -277,7 +277,9 @@ ordered_json render_json(const std::vector<Loaded>& files, const Outcome& o) {
                           {"residual_p50_ns", c.residual_p50_ns},
                           {"residual_p90_ns", c.residual_p90_ns},
                           {"max_residual_ns", c.max_residual_ns},
-                          {"same_clock", c.same_clock}});
+                          {"same_clock", c.same_clock},
+                          {"anchor", c.anchor},
+                          {"instances", c.instances}});
   }
   j["ranks"] = ordered_json::array();
   for (size_t r = 0; r < job.members.size(); ++r) {

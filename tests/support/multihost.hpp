@@ -32,12 +32,13 @@ struct TwoHostJob {
 
 namespace detail {
 
-inline std::string ranks_command(const std::string& id, std::initializer_list<int> ranks) {
+inline std::string ranks_command(const std::string& id, std::initializer_list<int> ranks,
+                                 bool async) {
   std::string cmd;
   for (int r : ranks)
-    cmd += "GW_START_DELAY_MS=300 " + workload("sim_train") +
-           " --scenario straggler --steps 40 --ranks 4 --rank " + std::to_string(r) +
-           " --nccl-id " + id + " & ";
+    cmd += std::string(async ? "GWSIM_NCCL_ASYNC=1 " : "") + "GW_START_DELAY_MS=300 " +
+           workload("sim_train") + " --scenario straggler --steps 40 --ranks 4 --rank " +
+           std::to_string(r) + " --nccl-id " + id + " & ";
   return cmd + "wait";
 }
 
@@ -54,7 +55,7 @@ inline std::string set_host(const std::string& db, const std::string& host) {
   return r.exit_code == 0 ? "" : "sqlite3 " + db + ": " + r.err;
 }
 
-inline void record(TwoHostJob& j) {
+inline void record(TwoHostJob& j, bool async) {
   const RunResult id = run({workload("sim_train"), "--print-nccl-id"});
   if (id.exit_code != 0) {
     j.error = "sim_train --print-nccl-id: " + id.err;
@@ -65,10 +66,10 @@ inline void record(TwoHostJob& j) {
   j.a = j.dir.file("a.db");
   j.b = j.dir.file("b.db");
   Child host_a({gpuwhy_binary(), "trace", "--out", j.a, "--no-host-libs", "--", "/bin/sh", "-c",
-                ranks_command(hex, {0, 1})},
+                ranks_command(hex, {0, 1}, async)},
                j.dir.path);
   Child host_b({gpuwhy_binary(), "trace", "--out", j.b, "--no-host-libs", "--", "/bin/sh", "-c",
-                ranks_command(hex, {2, 3})},
+                ranks_command(hex, {2, 3}, async)},
                j.dir.path, {{"GPUWHY_TEST_CLOCK_SKEW_NS", std::to_string(kHostBSkewNs)}});
   const int ca = host_a.wait(180), cb = host_b.wait(180);
   if (ca != 0 || cb != 0) {
@@ -93,10 +94,17 @@ inline void record(TwoHostJob& j) {
 }  // namespace detail
 
 // The job, recorded on first use (needs root: call it after root_skip_reason() is empty).
-inline const TwoHostJob& two_host_job() {
-  static TwoHostJob job;  // destroyed at exit: its TempDir goes with it
-  static const bool recorded = (detail::record(job), true);
-  (void)recorded;
+// `async`: the ranks run with GWSIM_NCCL_ASYNC=1, so each all-reduce returns once queued and the
+// wait for the peers shows in the next cudaStreamSynchronize, as real NCCL's does.
+inline const TwoHostJob& two_host_job(bool async = false) {
+  static TwoHostJob blocking, queued;  // destroyed at exit: their TempDirs go with them
+  static bool recorded_blocking = false, recorded_queued = false;
+  TwoHostJob& job = async ? queued : blocking;
+  bool& recorded = async ? recorded_queued : recorded_blocking;
+  if (!recorded) {
+    recorded = true;
+    detail::record(job, async);
+  }
   return job;
 }
 

@@ -26,10 +26,11 @@ constexpr std::string_view kSchema =
 --   clickhouse-client --multiquery < schema.sql
 CREATE DATABASE IF NOT EXISTS gpuwhy;
 -- Every rank's collectives on each communicator it set up; seq counts from 0 at the set-up, so the
--- k-th collective of one job's ranks on every host joins on (job, nranks, seq).
+-- k-th collective of one job's ranks on every host joins on (job, nranks, seq). done_ts: the end
+-- of the blocked sync that completed it (asynchronous NCCL), 0 when none.
 CREATE TABLE IF NOT EXISTS gpuwhy.nccl_collectives (
   job String, host String, boot_id String, rank UInt32, nranks UInt32, pid UInt32, comm UInt64,
-  seq UInt32, api String, ts Int64, dur Int64
+  seq UInt32, api String, ts Int64, dur Int64, done_ts Int64
 ) ENGINE = MergeTree() ORDER BY (job, nranks, seq, rank);
 -- One row per rank: who it is, and where its dispatch thread's time went per collective, from
 -- its own host's time budget (explain's buckets, docs/explain.md).
@@ -98,6 +99,7 @@ Result<ExportStats> export_clickhouse(const store::TraceFile& file, const std::s
       j["api"] = names.count(c.api) ? names[c.api] : "?";
       j["ts"] = c.ts;
       j["dur"] = c.end - c.ts;
+      j["done_ts"] = c.done;
       collectives += line(j);
       ++stats.rows;
     }

@@ -188,12 +188,13 @@ TEST(Fleet, ClickHouseNamesTheRankExplainNames) {
   }
 
   // The other documented queries run.
-  for (const char* name : {"late_rank_per_hour", "rank_budgets"}) {
+  for (const char* name : {"late_rank_per_hour", "rank_budgets", "clock_offsets_async"}) {
     const std::string sql = fleet_query(name);
     ASSERT_FALSE(sql.empty()) << name;
     RunResult r = server.client({"--query", sql});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
-    EXPECT_FALSE(r.out.empty()) << name;
+    // The async variant may find no blocked sync in this blocking job: it must only run.
+    if (std::string(name) != "clock_offsets_async") EXPECT_FALSE(r.out.empty()) << name;
   }
 }
 

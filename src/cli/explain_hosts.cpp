@@ -89,7 +89,7 @@ Cause cause_of(const PerCollective& s, const PerCollective& others, const std::s
         "that rank's extra host work (data loading, logging, checkpointing) on " +
         host + " off the step";
   } else if (c.kind == "runnable") {
-    c.why = "its thread waits " + more + " than the other ranks' for a CPU" +
+    c.why = "its thread waits " + more + " than the other ranks do for a CPU" +
             (s.holder.empty() ? std::string() : " (held mostly by " + s.holder + ")");
     c.fix = "give " + label + " CPUs of its own" +
             (s.holder.empty() ? std::string() : ", or move " + s.holder + " off them");

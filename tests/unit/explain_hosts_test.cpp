@@ -38,8 +38,11 @@ CliResult run_explain_cli(std::vector<std::string> args) {
 }
 
 // One host's file: `ranks` of a `nranks` job, pids 100, 101, ... on every host.
+// `preempted_late`: the late rank lost its CPU to cpu_hog for the 4 ms before each entry (its
+// lateness is then "runnable", not its own work).
 void write_host(const std::string& path, const std::string& host, std::vector<int> ranks,
-                int nranks, int64_t skew, int late_rank, int steps = 30) {
+                int nranks, int64_t skew, int late_rank, int steps = 30,
+                bool preempted_late = false) {
   store::SessionInfo s = session_info();
   s.host = host;
   s.boot_id = host + "-boot";
@@ -63,6 +66,8 @@ void write_host(const std::string& path, const std::string& host, std::vector<in
       c.f.addr = comm;
       c.f.bytes = 1 << 20;
       ev.push_back(c);
+      if (preempted_late && r == late_rank)
+        ev.push_back(offcpu(t0 + skew, 4 * kMs - 10'000, pid, pid, true, "cpu_hog", ""));
     }
   }
   ASSERT_TRUE(w.value()->write_batch(ev).ok());
@@ -99,6 +104,28 @@ TEST_F(ExplainHosts, NamesTheLateRankByHostRankAndPid) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("rank 3 of 4 on host-b"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("clock offset -1.50"), std::string::npos) << text.out;
+}
+
+// Why, from the straggler's own host file: its time budget per collective against the other
+// ranks' (runnable, held by cpu_hog), and that host's own report about it.
+TEST(ExplainHostsWhy, NamesTheCpuTheStragglerWaitedFor) {
+  TempDir dir;
+  const std::string a = dir.file("a.db"), b = dir.file("b.db");
+  write_host(a, "host-a", {0, 1}, 4, 0, 3);
+  write_host(b, "host-b", {2, 3}, 4, kSkew, 3, 30, /*preempted_late=*/true);
+  const CliResult r = run_explain_cli({"--db", a, "--db", b, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  SCOPED_TRACE(j.dump(2));
+  const json& s = j["straggler"];
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["host"], "host-b");
+  EXPECT_EQ(s["cause"], "runnable");
+  EXPECT_NE(s["why"].get<std::string>().find("cpu_hog"), std::string::npos);
+  EXPECT_NEAR(s["per_collective"]["runnable_ns"].get<double>(), 4.0 * kMs, 0.1 * kMs);
+  bool contention = false;
+  for (const json& c : s["host_chains"]) contention = contention || c["kind"] == "cpu_contention";
+  EXPECT_TRUE(contention) << "host-b's own report names the contention";
 }
 
 TEST_F(ExplainHosts, OneFileIsTheSingleHostReport) {

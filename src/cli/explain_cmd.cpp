@@ -8,6 +8,7 @@
 
 #include "analysis/analysis.hpp"
 #include "cli/commands.hpp"
+#include "cli/explain_hosts.hpp"
 #include "core/phase_timer.hpp"
 #include "export/explain_render.hpp"
 #include "export/html_report.hpp"
@@ -17,7 +18,7 @@ namespace gpuwhy::cli {
 namespace {
 
 struct ExplainFlags {
-  std::string db = kDefaultDb;
+  std::vector<std::string> dbs = {kDefaultDb};  // several: one job across hosts (explain_hosts)
   std::string since, from, to;
   std::vector<uint32_t> pids;
   bool json = false;
@@ -45,9 +46,19 @@ int write_html(const store::TraceFile& file, const analysis::Report& report,
 }
 
 int run_explain(const ExplainFlags& f) {
+  if (f.dbs.size() > 1) {
+    // One job across hosts: the whole of each file, text or JSON.
+    if (!f.since.empty() || !f.from.empty() || !f.to.empty() || !f.pids.empty() || f.per_process ||
+        !f.html.empty())
+      return fail(
+          "with several --db files explain joins one job's NCCL ranks over the whole traces; "
+          "--since/--from/--to/--pid/--per-process/--html read one file: pass one --db for them",
+          2);
+    return run_explain_hosts(f.dbs, f.json);
+  }
   auto window = analysis::parse_window_request(f.since, f.from, f.to);
   if (!window) return fail(window.error().line(), window.error().exit_code);
-  auto file = store::TraceFile::open(f.db);
+  auto file = store::TraceFile::open(f.dbs.front());
   if (!file) return fail(file.error().line(), file.error().exit_code);
   PhaseTimer timer("explain");
   auto rows = analysis::load_trace(*file.value(), {window.value(), f.pids});
@@ -74,7 +85,11 @@ void add_explain_command(CLI::App& root, Runner& run) {
       "explain",
       "Why did GPU work slow down? Ranked root causes with evidence and a fix (reads a trace "
       "file offline; no root needed)");
-  cmd->add_option("--db", flags->db, "Trace file to read")->capture_default_str();
+  cmd->add_option("--db", flags->dbs,
+                  "Trace file to read; repeat it with each host's trace of one NCCL job to "
+                  "explain the job across hosts")
+      ->allow_extra_args(false)
+      ->capture_default_str();
   auto* since = cmd->add_option("--since", flags->since,
                                 "Only the last DURATION of the trace (counted back from the "
                                 "trace's end, not from now): 30s, 5m, 2h");

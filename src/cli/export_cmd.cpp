@@ -12,6 +12,7 @@
 
 #include "analysis/window.hpp"
 #include "cli/commands.hpp"
+#include "export/clickhouse_export.hpp"
 #include "export/export_scope.hpp"
 #include "export/perfetto_export.hpp"
 #include "export/sqlite_export.hpp"
@@ -28,6 +29,7 @@ struct ExportFlags {
   std::string table;
   std::string since, from, to;
   std::vector<uint32_t> pids;
+  std::string job = "job";  // clickhouse: the job's name, the same on every host
   uint64_t max_slices = exporter::PerfettoOptions{}.max_slices;
   bool force = false;
 };
@@ -48,8 +50,15 @@ int run_export(const ExportFlags& f) {
   if (!f.table.empty() && f.format != "csv" && f.format != "jsonl")
     return fail("--table goes with --format csv or jsonl", 2);
   if (same_file(f.out, f.db)) return fail(f.out + " is the trace itself; pick another -o", 2);
+  if (f.format == "clickhouse" &&
+      (!f.since.empty() || !f.from.empty() || !f.to.empty() || !f.pids.empty()))
+    return fail(
+        "--format clickhouse exports the whole trace (each rank's collectives are numbered from "
+        "its NCCL set-up); drop --since/--from/--to/--pid",
+        2);
   struct stat st {};
-  const bool to_dir = (f.format == "csv" || f.format == "jsonl") && f.table.empty();
+  const bool to_dir =
+      ((f.format == "csv" || f.format == "jsonl") && f.table.empty()) || f.format == "clickhouse";
   if (f.out != "-" && !f.force && stat(f.out.c_str(), &st) == 0 && !(to_dir && S_ISDIR(st.st_mode)))
     return fail(f.out + " exists; pass --force to replace it", 2);
   if (f.out == "-" && f.table.empty())
@@ -70,6 +79,8 @@ int run_export(const ExportFlags& f) {
     r = exporter::export_plain_sqlite(tf, *scope, f.out);
   } else if (f.format == "nsight") {
     r = exporter::export_nsight_sqlite(tf, *scope, f.out);
+  } else if (f.format == "clickhouse") {
+    r = exporter::export_clickhouse(tf, f.out, {.job = f.job});
   } else if (f.format == "perfetto") {
     r = exporter::export_perfetto(tf, *scope, f.out, {.max_slices = f.max_slices});
   } else {
@@ -97,9 +108,10 @@ void add_export_command(CLI::App& root, Runner& run) {
   cmd->add_option("--db", flags->db, "Trace file to read")->capture_default_str();
   cmd->add_option("--format", flags->format,
                   "sqlite: every table and view, plain; nsight: Nsight Systems' tables; csv, "
-                  "jsonl: a file per table; perfetto: a Perfetto trace")
+                  "jsonl: a file per table; perfetto: a Perfetto trace; clickhouse: NCCL ranks and "
+                  "collectives for a fleet's ClickHouse (docs/fleet.md)")
       ->required()
-      ->check(CLI::IsMember({"sqlite", "nsight", "csv", "jsonl", "perfetto"}));
+      ->check(CLI::IsMember({"sqlite", "nsight", "csv", "jsonl", "perfetto", "clickhouse"}));
   cmd->add_option("-o,--out", flags->out,
                   "Output file (a directory for csv/jsonl without --table; '-': stdout)");
   cmd->add_option("--table", flags->table, "csv/jsonl: only this table, into the -o file");
@@ -112,6 +124,9 @@ void add_export_command(CLI::App& root, Runner& run) {
   auto* to = cmd->add_option("--to", flags->to, "Window end, same forms as --from");
   since->excludes(from)->excludes(to);
   cmd->add_option("--pid", flags->pids, "Only these processes (repeatable)");
+  cmd->add_option("--job", flags->job,
+                  "clickhouse: the job's name, the same on every host (a scheduler's job id)")
+      ->capture_default_str();
   cmd->add_option("--max-slices", flags->max_slices,
                   "perfetto: refuse a window with more calls + off-CPU intervals than this")
       ->capture_default_str();

@@ -21,7 +21,7 @@ namespace {
 using store::ValueType;
 
 struct QueryOptions {
-  std::string db = kDefaultDb;
+  std::vector<std::string> dbs = {kDefaultDb};  // several: one row stream, with a host column
   std::string sql;
   std::string format = "table";
   bool list_views = false;
@@ -185,46 +185,90 @@ int run_query_command(const QueryOptions& o) {
         "no SQL given; try: gpuwhy query \"SELECT * FROM v_losses\" (views: gpuwhy query "
         "--list-views, tables: docs/schema.md)",
         2);
-  auto file = store::TraceFile::open(o.db);
-  if (!file) return fail(file.error().line(), file.error().exit_code);
-  const store::TraceFile& f = **file;
-  if (const std::string w = f.incomplete_warning(); !w.empty()) fail("warning: " + w, 0);
-  if (!f.wal_warning().empty()) fail("warning: " + f.wal_warning(), 0);
+  // Several files (one per host): the statement runs on each in turn, read-only as on one, and
+  // every row comes back with the file's host first. Each file keeps its own connection and
+  // guard: no ATTACH, so one statement never sees two files at once (aggregate across hosts in
+  // the fleet store, docs/fleet.md).
+  const bool several = o.dbs.size() > 1;
+  std::vector<std::unique_ptr<store::TraceFile>> files;
+  for (const std::string& db : o.dbs) {
+    auto file = store::TraceFile::open(db);
+    if (!file) return fail(file.error().line(), file.error().exit_code);
+    const store::TraceFile& f = **file;
+    if (const std::string w = f.incomplete_warning(); !w.empty()) fail("warning: " + w, 0);
+    if (!f.wal_warning().empty()) fail("warning: " + f.wal_warning(), 0);
+    // A runaway statement (a cross join, a recursive CTE) ends with a clear line instead of
+    // running or growing forever.
+    (**file).set_limits(o.timeout_s, o.max_memory_mb << 20);
+    files.push_back(std::move(file.value()));
+  }
 
-  // A runaway statement (a cross join, a recursive CTE) ends with a clear line instead of running
-  // or growing forever.
-  (**file).set_limits(o.timeout_s, o.max_memory_mb << 20);
-
+  TableWriter table;
+  std::vector<std::string> keys, first_columns;
+  bool first_row = true, mismatch = false;
+  std::string host;  // of the file being read, when several
+  auto on_header = [&](const std::vector<std::string>& raw) {
+    std::vector<std::string> cols = raw;
+    if (several) cols.insert(cols.begin(), "host");
+    if (!first_columns.empty()) {
+      mismatch = mismatch || cols != first_columns;
+      return;
+    }
+    first_columns = cols;
+    if (o.format == "table")
+      table.header(cols);
+    else if (o.format == "csv")
+      write_csv_record(cols);
+    else
+      keys = unique_keys(cols);
+  };
+  auto on_row = [&](const std::vector<std::string>& raw, const std::vector<ValueType>& raw_types) {
+    if (mismatch) return;
+    std::vector<std::string> values = raw;
+    std::vector<ValueType> types = raw_types;
+    if (several) {
+      values.insert(values.begin(), host);
+      types.insert(types.begin(), ValueType::Text);
+    }
+    if (o.format == "table") {
+      table.row(values, types);
+    } else if (o.format == "csv") {
+      write_csv_record(values);
+    } else {
+      nlohmann::ordered_json row = nlohmann::ordered_json::object();
+      for (size_t i = 0; i < keys.size(); ++i) row[keys[i]] = store::json_cell(values[i], types[i]);
+      put(first_row ? "[\n" : ",\n");
+      first_row = false;
+      // Task names and paths may hold bytes that are not UTF-8: replace, do not throw.
+      put(row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    }
+  };
   Status st;
-  if (o.format == "table") {
-    TableWriter table;
-    st = store::for_each_row(
-        f, o.sql, [&](const std::vector<std::string>& cols) { table.header(cols); },
-        [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {
-          table.row(values, types);
-        });
-    if (st) table.end();
-  } else if (o.format == "csv") {
-    st = store::for_each_row(
-        f, o.sql, [](const std::vector<std::string>& cols) { write_csv_record(cols); },
-        [](const std::vector<std::string>& values, const std::vector<ValueType>&) {
-          write_csv_record(values);
-        });
-  } else {
-    std::vector<std::string> keys;
-    bool first = true;
-    st = store::for_each_row(
-        f, o.sql, [&](const std::vector<std::string>& cols) { keys = unique_keys(cols); },
-        [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {
-          nlohmann::ordered_json row = nlohmann::ordered_json::object();
-          for (size_t i = 0; i < keys.size(); ++i)
-            row[keys[i]] = store::json_cell(values[i], types[i]);
-          put(first ? "[\n" : ",\n");
-          first = false;
-          // Task names and paths may hold bytes that are not UTF-8: replace, do not throw.
-          put(row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-        });
-    if (st) put(first ? "[]\n" : "\n]\n");
+  for (const auto& f : files) {
+    if (several) {
+      host = "?";
+      (void)store::for_each_row(
+          *f, "SELECT host FROM session", [](const std::vector<std::string>&) {},
+          [&](const std::vector<std::string>& v, const std::vector<ValueType>&) {
+            if (!v.empty() && !v[0].empty()) host = v[0];
+          });
+    }
+    st = store::for_each_row(*f, o.sql, on_header, on_row);
+    if (!st) break;
+    if (mismatch) {
+      std::fflush(stdout);
+      return fail("the statement gives other columns on " + f->path() + " than on " +
+                      files.front()->path() +
+                      " (traces of different gpuwhy versions?); name "
+                      "the columns you want",
+                  2);
+    }
+  }
+  if (st) {
+    if (o.format == "table")
+      table.end();
+    else if (o.format == "json")
+      put(first_row ? "[]\n" : "\n]\n");
   }
   std::fflush(stdout);
   if (!st) {
@@ -247,7 +291,11 @@ void add_query_command(CLI::App& root, Runner& run) {
   CLI::App* cmd = root.add_subcommand(
       "query", "Run read-only SQL on a trace file (tables: docs/schema.md; views: --list-views)");
   cmd->add_option("sql", opts->sql, "One SQL statement, e.g. \"SELECT * FROM v_losses\"");
-  cmd->add_option("--db", opts->db, "Trace file to read")->capture_default_str();
+  cmd->add_option("--db", opts->dbs,
+                  "Trace file to read; repeat it to run the statement on each file, every row "
+                  "led by its file's host")
+      ->allow_extra_args(false)  // one file per --db: the SQL positional is not a file
+      ->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();

@@ -17,10 +17,24 @@ int64_t read_clock(clockid_t id) {
   clock_gettime(id, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+// A test-only skew of this process's wall clock (GPUWHY_TEST_CLOCK_SKEW_NS, signed ns): the
+// multi-host tests record two "hosts" on one machine and need one of them with a wrong clock,
+// as a host without NTP has. Read once; 0 (the real clock) when unset or unparsable.
+int64_t test_clock_skew_ns() {
+  static const int64_t skew = [] {
+    const char* v = std::getenv("GPUWHY_TEST_CLOCK_SKEW_NS");
+    if (v == nullptr || *v == '\0') return int64_t{0};
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    return *end == '\0' ? static_cast<int64_t>(n) : int64_t{0};
+  }();
+  return skew;
+}
 }  // namespace
 
 int64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
-int64_t wall_ns() { return read_clock(CLOCK_REALTIME); }
+int64_t wall_ns() { return read_clock(CLOCK_REALTIME) + test_clock_skew_ns(); }
 
 std::string format_utc(int64_t wall_ns) {
   const time_t secs = static_cast<time_t>(wall_ns / 1'000'000'000);

@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "core/clock.hpp"
 #include "discover/discover.hpp"
 #include "discover/proc_util.hpp"
 
@@ -68,11 +69,10 @@ std::optional<MapEntry> parse_map_line(std::string_view line) {
 // Wall-clock ns at boot, for converting "ticks since boot". CLOCK_BOOTTIME, like the kernel's
 // start_boottime behind stat field 22, counts time spent suspended.
 int64_t boot_wall_ns() {
-  timespec wall{}, boot{};
-  clock_gettime(CLOCK_REALTIME, &wall);
+  timespec boot{};
+  const int64_t wall = wall_ns();  // the clock every stored time uses (core/clock)
   clock_gettime(CLOCK_BOOTTIME, &boot);
-  return (static_cast<int64_t>(wall.tv_sec) - boot.tv_sec) * 1'000'000'000 +
-         (wall.tv_nsec - boot.tv_nsec);
+  return wall - (static_cast<int64_t>(boot.tv_sec) * 1'000'000'000 + boot.tv_nsec);
 }
 
 std::string proc_path(uint32_t pid, const char* leaf) {
@@ -269,8 +269,8 @@ AllowedCpus parse_allowed_cpus(std::string_view text) {
 }
 
 AllowedCpus read_allowed_cpus(uint32_t pid, uint32_t tid) {
-  auto text = read_small_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) +
-                              "/status");
+  auto text =
+      read_small_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status");
   return text ? parse_allowed_cpus(*text) : AllowedCpus{};
 }
 

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -75,6 +77,14 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A communicator id for ranks started separately (one "host" each in the multi-host tests):
+  // the simulated id names a shared-memory segment that outlives this process.
+  if (argc == 2 && std::string(argv[1]) == "--print-nccl-id") {
+    ncclUniqueId id;
+    gw::check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::printf("%s\n", gw::nccl_id_hex(id).c_str());
+    return 0;
+  }
   if (gw::is_budget_scenario(argc, argv)) return gw::run_budget_scenario(argc, argv);
   const gw::Args args = gw::make_args(argc, argv);
   const gw::Settings s = gw::parse_settings(args);

@@ -61,6 +61,7 @@ const Tool* find_tool(const std::string& name);
 
 // The tools, by file (each returns its Tool).
 Tool explain_tool();
+Tool audit_tool();
 Tool chain_evidence_tool();
 Tool query_tool();
 Tool processes_tool();

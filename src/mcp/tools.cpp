@@ -15,9 +15,9 @@ ToolResult tool_ok(const nlohmann::ordered_json& value, int indent) {
 ToolResult tool_error(std::string line) { return {true, std::move(line)}; }
 
 std::span<const Tool> tools() {
-  static const std::vector<Tool> all = {explain_tool(), chain_evidence_tool(),
-                                        query_tool(),   processes_tool(),
-                                        threads_tool(), top_operations_tool()};
+  static const std::vector<Tool> all = {
+      explain_tool(), chain_evidence_tool(), query_tool(), processes_tool(),
+      threads_tool(), top_operations_tool(), audit_tool()};
   return all;
 }
 

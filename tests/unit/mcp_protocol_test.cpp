@@ -179,7 +179,7 @@ TEST(McpFraming, ServeAnswersEachRequestLineInOrderUntilTheInputEnds) {
   EXPECT_EQ(answers[0]["id"], 1);
   EXPECT_EQ(answers[1]["error"]["code"], mcp::kParseError);
   EXPECT_EQ(answers[2]["id"], 2);
-  EXPECT_EQ(answers[2]["result"]["tools"].size(), 6u);
+  EXPECT_EQ(answers[2]["result"]["tools"].size(), 7u);
   EXPECT_EQ(answers[3]["id"], 3);
   EXPECT_TRUE(all.ends_with("\n"));
   std::fclose(in);

@@ -65,7 +65,7 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
   std::vector<std::string> names;
   for (const json& t : out["tools"]) names.push_back(t["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"explain", "chain_evidence", "query", "processes",
-                                             "threads", "top_operations"}));
+                                             "threads", "top_operations", "audit"}));
 
   // explain: the same JSON as the command line prints.
   const ShellRun cli = sh(gpuwhy + " explain --json --db " + quote(db));

@@ -8,6 +8,9 @@
 
 #include <filesystem>
 
+#include "analysis/analysis.hpp"
+#include "analysis/audit.hpp"
+#include "export/audit_render.hpp"
 #include "mcp_client.hpp"
 #include "store_fixture.hpp"
 
@@ -24,7 +27,7 @@ class McpTools : public ::testing::Test {
   McpClient client_{options_for(db_)};
 };
 
-TEST_F(McpTools, ListsSixReadOnlyToolsWithObjectSchemas) {
+TEST_F(McpTools, ListsSevenReadOnlyToolsWithObjectSchemas) {
   const json r = client_.request("tools/list")["result"];
   std::vector<std::string> names;
   for (const json& t : r["tools"]) {
@@ -36,7 +39,7 @@ TEST_F(McpTools, ListsSixReadOnlyToolsWithObjectSchemas) {
     EXPECT_EQ(t["annotations"]["openWorldHint"], false);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"explain", "chain_evidence", "query", "processes",
-                                             "threads", "top_operations"}));
+                                             "threads", "top_operations", "audit"}));
   EXPECT_EQ(r["tools"][2]["inputSchema"]["required"], json::array({"sql"}));
 }
 
@@ -45,6 +48,25 @@ TEST_F(McpTools, ExplainReturnsTheReportOfExplainJson) {
   const json expected =
       json::parse(file_text(fs::path(GW_SOURCE_DIR) / "tests/golden/nccl_straggler/explain.json"));
   EXPECT_EQ(client_.ok("explain"), expected);
+}
+
+TEST_F(McpTools, AuditReturnsTheReportOfAuditJson) {
+  // What `gpuwhy audit --json --price-per-gpu-hour 2` prints: the same code path, called here.
+  auto file = store::TraceFile::open(db_);
+  ASSERT_TRUE(file) << file.error().line();
+  auto rows = analysis::load_trace(*file.value(), {});
+  ASSERT_TRUE(rows) << rows.error().line();
+  const json expected = json::parse(
+      render::audit_json(analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = 2}))
+          .dump());
+  EXPECT_EQ(client_.ok("audit", {{"price_per_gpu_hour", 2}}), expected);
+  EXPECT_GT(expected["window_cost"].get<double>(), 0);
+  const json one = client_.ok("audit", {{"pid", {7000}}});
+  ASSERT_EQ(one["processes"].size(), 1u);
+  EXPECT_EQ(one["processes"][0]["pid"], 7000);
+  EXPECT_FALSE(one.contains("window_cost"));
+  EXPECT_EQ(client_.call("audit", {{"price_per_gpu_hour", -1}})["code"], mcp::kInvalidParams);
+  EXPECT_EQ(client_.failure("audit", {{"pid", {9}}}).find("pid 9 is not in this trace"), 0u);
 }
 
 TEST_F(McpTools, ExplainTakesTheWindowAndPidsOfTheCommandLine) {

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `audit` tool: the code path of `gpuwhy audit --json` (regime, GPU-busy estimate, memory by
+// allocation site, costs with a price), so a model reads the report a person would.
+#include <cmath>
+#include <string>
+
+#include "analysis/analysis.hpp"
+#include "analysis/audit.hpp"
+#include "export/audit_render.hpp"
+#include "mcp/args.hpp"
+#include "mcp/tool.hpp"
+
+namespace gpuwhy::mcp {
+namespace {
+
+ToolResult run_audit(const ServerOptions& options, const json& args) {
+  check_known(args, {"since", "from", "to", "pid", "price_per_gpu_hour"});
+  double price = 0;
+  if (auto it = args.find("price_per_gpu_hour"); it != args.end() && !it->is_null()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+      throw InvalidArguments("'price_per_gpu_hour' must be a number of 0 or more (e.g. 2.5)");
+    price = it->get<double>();
+  }
+  auto window = analysis::parse_window_request(time_arg(args, "since"), time_arg(args, "from"),
+                                               time_arg(args, "to"));
+  if (!window) return tool_error(window.error().line());
+  auto file = open_trace(options);
+  if (!file) return tool_error(file.error().line());
+  auto rows = analysis::load_trace(*file.value(), {window.value(), pids_arg(args, "pid")});
+  if (!rows) return tool_error(rows.error().line());
+  return tool_ok(
+      render::audit_json(analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = price})));
+}
+
+}  // namespace
+
+Tool audit_tool() {
+  json props = window_properties();
+  props["price_per_gpu_hour"] = {
+      {"type", "number"},
+      {"minimum", 0},
+      {"description",
+       "Price of one GPU for one hour: adds the cost of the window and of each "
+       "cause's lost time"}};
+  return {"audit",
+          "Audit GPU efficiency and memory",
+          "Per GPU process: what bounds it (host_bound, transfer_bound, sync_bound, peer_bound, "
+          "gpu_bound) with the time shares behind it, the GPU's busy time as a host-side "
+          "estimate with its error bound, explain's fixes ranked by the time they return, device "
+          "memory over time and by allocation site (held, per_step, growing; kept buffers no copy "
+          "touched), and with a price the cost. Same as `gpuwhy audit --json` (schema "
+          "gpuwhy.audit/1).",
+          {{"type", "object"}, {"properties", std::move(props)}, {"additionalProperties", false}},
+          run_audit};
+}
+
+}  // namespace gpuwhy::mcp

@@ -11,6 +11,7 @@
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
 #include "cli/commands.hpp"
+#include "cli/window_flags.hpp"
 #include "export/audit_render.hpp"
 #include "store/store.hpp"
 
@@ -19,8 +20,7 @@ namespace {
 
 struct AuditFlags {
   std::string db = kDefaultDb;
-  std::string since, from, to;
-  std::vector<uint32_t> pids;
+  WindowFlags window;
   double price = 0;
   bool json = false;
 };
@@ -28,11 +28,11 @@ struct AuditFlags {
 int run_audit(const AuditFlags& f) {
   if (!std::isfinite(f.price) || f.price < 0)
     return fail("--price-per-gpu-hour must be a number of 0 or more (e.g. 2.50)", 2);
-  auto window = analysis::parse_window_request(f.since, f.from, f.to);
+  auto window = analysis::parse_window_request(f.window.since, f.window.from, f.window.to);
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
-  auto rows = analysis::load_trace(*file.value(), {window.value(), f.pids});
+  auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
   const analysis::AuditReport report =
       analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = f.price});
@@ -54,14 +54,7 @@ void add_audit_command(CLI::App& root, Runner& run) {
       "What bounds each GPU process (host, transfers, syncs, peers or the GPU), its device "
       "memory by allocation site, and with a price what the lost time cost (offline, no root)");
   cmd->add_option("--db", flags->db, "Trace file to read")->capture_default_str();
-  auto* since = cmd->add_option("--since", flags->since,
-                                "Only the last DURATION of the trace (from its end): 30s, 5m");
-  auto* from = cmd->add_option("--from", flags->from,
-                               "Window start: seconds from the trace start (2.5), a duration "
-                               "(300ms), or wall-clock ns");
-  auto* to = cmd->add_option("--to", flags->to, "Window end, same forms as --from");
-  since->excludes(from)->excludes(to);
-  cmd->add_option("--pid", flags->pids, "Only these processes (repeatable)");
+  add_window_flags(cmd, flags->window);
   cmd->add_option("--price-per-gpu-hour", flags->price,
                   "Price of one GPU for one hour (any currency): adds the cost of the window and "
                   "of each cause's lost time");

@@ -9,6 +9,7 @@
 #include "analysis/analysis.hpp"
 #include "cli/commands.hpp"
 #include "cli/explain_hosts.hpp"
+#include "cli/window_flags.hpp"
 #include "core/phase_timer.hpp"
 #include "export/explain_render.hpp"
 #include "export/html_report.hpp"
@@ -19,8 +20,7 @@ namespace {
 
 struct ExplainFlags {
   std::vector<std::string> dbs = {kDefaultDb};  // several: one job across hosts (explain_hosts)
-  std::string since, from, to;
-  std::vector<uint32_t> pids;
+  WindowFlags window;
   bool json = false;
   bool per_process = false;
   std::string html;  // write the report as one HTML page to this file
@@ -48,20 +48,19 @@ int write_html(const store::TraceFile& file, const analysis::Report& report,
 int run_explain(const ExplainFlags& f) {
   if (f.dbs.size() > 1) {
     // One job across hosts: the whole of each file, text or JSON.
-    if (!f.since.empty() || !f.from.empty() || !f.to.empty() || !f.pids.empty() || f.per_process ||
-        !f.html.empty())
+    if (f.window.any() || f.per_process || !f.html.empty())
       return fail(
           "with several --db files explain joins one job's NCCL ranks over the whole traces; "
           "--since/--from/--to/--pid/--per-process/--html read one file: pass one --db for them",
           2);
     return run_explain_hosts(f.dbs, f.json);
   }
-  auto window = analysis::parse_window_request(f.since, f.from, f.to);
+  auto window = analysis::parse_window_request(f.window.since, f.window.from, f.window.to);
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.dbs.front());
   if (!file) return fail(file.error().line(), file.error().exit_code);
   PhaseTimer timer("explain");
-  auto rows = analysis::load_trace(*file.value(), {window.value(), f.pids});
+  auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
   timer.lap("load");
   const analysis::Report report = analysis::analyze(std::move(rows.value()));
@@ -90,15 +89,7 @@ void add_explain_command(CLI::App& root, Runner& run) {
                   "explain the job across hosts")
       ->allow_extra_args(false)
       ->capture_default_str();
-  auto* since = cmd->add_option("--since", flags->since,
-                                "Only the last DURATION of the trace (counted back from the "
-                                "trace's end, not from now): 30s, 5m, 2h");
-  auto* from = cmd->add_option("--from", flags->from,
-                               "Window start: seconds from the trace start (2.5), a duration "
-                               "(300ms), or wall-clock ns");
-  auto* to = cmd->add_option("--to", flags->to, "Window end, same forms as --from");
-  since->excludes(from)->excludes(to);
-  cmd->add_option("--pid", flags->pids, "Only these processes (repeatable)");
+  add_window_flags(cmd, flags->window);
   cmd->add_flag("--json", flags->json, "Print the full report as JSON");
   cmd->add_option("--html", flags->html,
                   "Write the report as one self-contained HTML page (verdict, chains with "

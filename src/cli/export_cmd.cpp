@@ -12,6 +12,7 @@
 
 #include "analysis/window.hpp"
 #include "cli/commands.hpp"
+#include "cli/window_flags.hpp"
 #include "export/clickhouse_export.hpp"
 #include "export/export_scope.hpp"
 #include "export/perfetto_export.hpp"
@@ -27,8 +28,7 @@ struct ExportFlags {
   std::string format;
   std::string out;
   std::string table;
-  std::string since, from, to;
-  std::vector<uint32_t> pids;
+  WindowFlags window;
   std::string job = "job";  // clickhouse: the job's name, the same on every host
   uint64_t max_slices = exporter::PerfettoOptions{}.max_slices;
   bool force = false;
@@ -50,8 +50,7 @@ int run_export(const ExportFlags& f) {
   if (!f.table.empty() && f.format != "csv" && f.format != "jsonl")
     return fail("--table goes with --format csv or jsonl", 2);
   if (same_file(f.out, f.db)) return fail(f.out + " is the trace itself; pick another -o", 2);
-  if (f.format == "clickhouse" &&
-      (!f.since.empty() || !f.from.empty() || !f.to.empty() || !f.pids.empty()))
+  if (f.format == "clickhouse" && f.window.any())
     return fail(
         "--format clickhouse exports the whole trace (each rank's collectives are numbered from "
         "its NCCL set-up); drop --since/--from/--to/--pid",
@@ -64,13 +63,13 @@ int run_export(const ExportFlags& f) {
   if (f.out == "-" && f.table.empty())
     return fail("-o - (standard output) needs --table: the other exports are files", 2);
 
-  auto window = analysis::parse_window_request(f.since, f.from, f.to);
+  auto window = analysis::parse_window_request(f.window.since, f.window.from, f.window.to);
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
   if (const std::string w = file.value()->incomplete_warning(); !w.empty())
     fail("warning: " + w, 0);
-  auto scope = exporter::resolve_scope(*file.value(), window.value(), f.pids);
+  auto scope = exporter::resolve_scope(*file.value(), window.value(), f.window.pids);
   if (!scope) return fail(scope.error().line(), scope.error().exit_code);
 
   Result<exporter::ExportStats> r = Error{"unknown format"};
@@ -115,15 +114,7 @@ void add_export_command(CLI::App& root, Runner& run) {
   cmd->add_option("-o,--out", flags->out,
                   "Output file (a directory for csv/jsonl without --table; '-': stdout)");
   cmd->add_option("--table", flags->table, "csv/jsonl: only this table, into the -o file");
-  auto* since = cmd->add_option("--since", flags->since,
-                                "Only the last DURATION of the trace (counted back from the "
-                                "trace's end): 30s, 5m, 2h");
-  auto* from = cmd->add_option("--from", flags->from,
-                               "Window start: seconds from the trace start (2.5), a duration "
-                               "(300ms), or wall-clock ns");
-  auto* to = cmd->add_option("--to", flags->to, "Window end, same forms as --from");
-  since->excludes(from)->excludes(to);
-  cmd->add_option("--pid", flags->pids, "Only these processes (repeatable)");
+  add_window_flags(cmd, flags->window);
   cmd->add_option("--job", flags->job,
                   "clickhouse: the job's name, the same on every host (a scheduler's job id)")
       ->capture_default_str();

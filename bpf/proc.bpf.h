@@ -18,9 +18,14 @@ int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * the traced processes' (and their children's): no other process is looked at. */
 	if (p->tgid == gw_cfg.self_pid || (gw_cfg.filter_pids && !gw_is_tracked(p->tgid)))
 		return 0;
-	/* The old image's launches, under the thread id that made them. */
-	if (gw_is_tracked(p->tgid))
+	/* The old image's launches, under the thread id that made them; its Python layout is not
+	 * the new program's (user space looks at the new one). */
+	if (gw_is_tracked(p->tgid)) {
+		__u32 tgid = p->tgid;
+
 		gw_flush_launches_of(p, old_pid);
+		bpf_map_delete_elem(&gw_py_procs, &tgid);
+	}
 	rec = gw_reserve_lifecycle(sizeof(*rec));
 	if (!rec)
 		return 0;

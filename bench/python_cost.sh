@@ -8,7 +8,7 @@
 #   gw_nopy     gpuwhy trace --no-python (default sampling: 63 launches in 64 batched)
 #   gw_py       gpuwhy trace              (the same: sampled-out launches never walk frames)
 # Rounds interleave the configurations; the script prints the median ns per call and the
-# [min..max] over rounds. gw_py_all - gw_nopy_all is the Python walk on a recorded call;
+# [min..max] over rounds (every round's value goes to $GW_BENCH_OUT/python_cost/python_cost.raw). gw_py_all - gw_nopy_all is the Python walk on a recorded call;
 # gw_py - gw_nopy is what unsampled launches pay for it (expected: nothing).
 # usage: bench/python_cost.sh  (env: RUNS=5 CALLS=200000 DEPTH=10 PYTHON=python3 WORK_CPU=1
 #                                AGENT_CPU=0)
@@ -22,6 +22,7 @@ AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 OUT=${GW_BENCH_OUT:-/tmp/gw-bench}/python_cost
 mkdir -p "$OUT"
+rm -f "$OUT/python_cost.raw"
 CONFIGS=(none gw_nopy_all gw_py_all gw_nopy gw_py)
 
 flags_of() {
@@ -51,7 +52,9 @@ declare -A results
 for r in $(seq "$RUNS"); do
   for i in "${!CONFIGS[@]}"; do
     cfg=${CONFIGS[$(( (i + r) % ${#CONFIGS[@]} ))]}
-    results[$cfg]+="$(run_one "$cfg") "
+    v=$(run_one "$cfg")
+    results[$cfg]+="$v "
+    echo "$r $cfg $v" >>"$OUT/python_cost.raw"  # every round's value: runs can be pooled
   done
 done
 printf '| config | ns per call, median [min..max] over %s rounds (depth %s) |\n| --- | --- |\n' "$RUNS" "$DEPTH"

@@ -10,6 +10,7 @@
 #define GPUWHY_API_BPF_H
 
 #include "gpuwhy.bpf.h"
+#include "python.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -48,9 +49,7 @@ struct gw_thread_calls {
 	__u32 launches; /* kernel launches seen: samples their in-memory arguments */
 	__u32 emitted;  /* records written: one in GW_RING_LOOK_STRIDE looks at the ring's fill */
 	struct gw_open_call calls[GW_OPEN_CALLS];
-	__u64 py_tstate; /* this thread's PyThreadState, GW_PY_NO_TSTATE: none (python.bpf.h) */
-	__u32 py_misses; /* calls made without one: it is looked for again now and then */
-	__u32 pad;
+	struct gw_py_thread_cache py; /* its Python thread state and last stack (python.bpf.h) */
 };
 
 struct {
@@ -59,8 +58,6 @@ struct {
 	__type(key, int);
 	__type(value, struct gw_thread_calls);
 } gw_thread_calls SEC(".maps");
-
-#include "python.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -423,7 +420,7 @@ static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struc
 	p->stack_id = gw_user_stack(ctx);
 	/* The Python line behind the call; not on a launch whose memory words are sampled out (the
 	 * same sampling: a launch's cost stays where it was). */
-	p->py_stack = gw_cfg.python_stacks && read_mem ? gw_py_stack(task, &tc->py_tstate, &tc->py_misses, GW_PY_SLOT_API) : 0;
+	p->py_stack = gw_cfg.python_stacks && read_mem ? gw_py_stack(task, &tc->py, GW_PY_SLOT_API) : 0;
 	if (spec->entry_only) {
 		/* With the stack full, the slot was its oldest call's: that call is lost, as a push
 		 * would have lost it. */

@@ -14,19 +14,13 @@
 #include "gpuwhy.bpf.h"
 #include "api.bpf.h" /* gw_user_stack, gw_thread_calls, gw_py_stack */
 
-/* The remembered thread state of a sampled thread that has no API-call storage (it never made a
- * GPU call): created only for threads of Python processes. */
-struct gw_py_thread {
-	__u64 tstate; /* as gw_thread_calls.py_tstate */
-	__u32 misses;
-	__u32 pad;
-};
-
+/* What a sampled thread that has no API-call storage (it never made a GPU call) remembers
+ * between walks: created only for threads of Python processes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct gw_py_thread);
+	__type(value, struct gw_py_thread_cache);
 } gw_py_threads SEC(".maps");
 
 /* The sampled thread's Python stack key, 0 when none: the same walk, depth and map as an API
@@ -36,17 +30,17 @@ static __always_inline __u64 gw_py_sample_stack(struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 	struct gw_thread_calls *tc;
-	struct gw_py_thread *pt;
+	struct gw_py_thread_cache *pt;
 
 	if (!gw_cfg.python_stacks || !bpf_map_lookup_elem(&gw_py_procs, &tgid))
 		return 0;
 	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
 	if (tc)
-		return gw_py_stack(task, &tc->py_tstate, &tc->py_misses, GW_PY_SLOT_SAMPLE);
+		return gw_py_stack(task, &tc->py, GW_PY_SLOT_SAMPLE);
 	pt = bpf_task_storage_get(&gw_py_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!pt)
 		return 0;
-	return gw_py_stack(task, &pt->tstate, &pt->misses, GW_PY_SLOT_SAMPLE);
+	return gw_py_stack(task, pt, GW_PY_SLOT_SAMPLE);
 }
 
 SEC("perf_event")

@@ -18,9 +18,14 @@ int BPF_PROG(gw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * the traced processes' (and their children's): no other process is looked at. */
 	if (p->tgid == gw_cfg.self_pid || (gw_cfg.filter_pids && !gw_is_tracked(p->tgid)))
 		return 0;
-	/* The old image's launches, under the thread id that made them. */
-	if (gw_is_tracked(p->tgid))
+	/* The old image's launches, under the thread id that made them; its Python layout is not
+	 * the new program's (user space looks at the new one). */
+	if (gw_is_tracked(p->tgid)) {
+		__u32 tgid = p->tgid;
+
 		gw_flush_launches_of(p, old_pid);
+		bpf_map_delete_elem(&gw_py_procs, &tgid);
+	}
 	rec = gw_reserve_lifecycle(sizeof(*rec));
 	if (!rec)
 		return 0;
@@ -256,6 +261,7 @@ int gw_rtld_debug_state(struct pt_regs *ctx)
 	struct vm_area_struct *vma;
 	struct gw_lib_map *rec;
 	__u32 tgid = task->tgid, flags;
+	bool known = false;
 	__u64 w[2];
 
 	if (tgid == gw_cfg.self_pid || (gw_cfg.filter_pids && !gw_is_tracked(tgid)))
@@ -275,16 +281,24 @@ int gw_rtld_debug_state(struct pt_regs *ctx)
 			continue;
 		key.inode = BPF_CORE_READ(file, f_inode, i_ino);
 		key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-		if (bpf_map_lookup_elem(&gw_known_libs, &key))
+		if (bpf_map_lookup_elem(&gw_known_libs, &key)) {
+			known = true;
 			continue;
+		}
 		found = key;
 		bpf_probe_read_kernel_str(found_name, sizeof(found_name),
 					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
 		break;
 	}
 	bpf_iter_task_vma_destroy(&it);
-	if (!found.inode)
+	if (!found.inode) {
+		/* Only runtimes already known: nothing to attach, but a process user space has not
+		 * looked at yet is worth a look (its Python layout; a late dlopen is out of the exec
+		 * hint's reach). Until the look tracks it, every dlopen of it says so again. */
+		if (known && !gw_is_tracked(tgid))
+			gw_emit_lib_hint(bpf_get_current_pid_tgid(), 0, 0, NULL);
 		return 0;
+	}
 	/* The record first: a process is never stopped without user space being told to continue
 	 * it. No room: not held; a later scan finds the file (and counts the process as late). */
 	rec = gw_reserve_lifecycle(sizeof(*rec));

@@ -11,6 +11,13 @@
  * "current thread state": that is empty while the thread is in a C call with the GIL released,
  * which is how PyTorch and ctypes call the GPU runtime. The probe keeps the address per thread
  * and checks, on every call, that the state there still names the thread.
+ *
+ * What a walk costs is its user-memory reads (~90 ns each on the machines measured, nearly all of
+ * it the helper's fixed price: a 4 KiB read costs about what a 72-byte one does), so it makes few.
+ * From 3.11 on, the frames of a thread live one after the other in its data stack, each caller
+ * below its callee: one read of the page-bounded window below the innermost frame holds the
+ * frames of a typical stack, and a frame outside it (a generator's, the next page's) starts a new
+ * window. 3.10's frames are separate heap objects: one read per frame of the bytes it needs.
  */
 #ifndef GPUWHY_PYTHON_BPF_H
 #define GPUWHY_PYTHON_BPF_H
@@ -22,6 +29,15 @@
 #define GW_PY_NO_TSTATE 1    /* the cached "thread state": this thread has none (yet) */
 #define GW_PY_RETRY_MASK 63  /* a thread without one looks again on one call in 64 */
 #define GW_PY_OWNED_BY_CSTACK 3 /* frame owner of a 3.12+ shim frame: not Python code */
+#define GW_PY_WINDOW 4096       /* bytes of frames read at once (3.11+), within one page */
+
+/* What a thread remembers between walks, in its task storage (gw_thread_calls, gw_py_threads). */
+struct gw_py_thread_cache {
+	__u64 tstate;   /* its PyThreadState; GW_PY_NO_TSTATE: none (yet) */
+	__u64 last_key; /* the key of its last stack, known to be in gw_py_stacks */
+	__u32 misses;   /* walks without a thread state: it is looked for again now and then */
+	__u32 pad;
+};
 
 /* Per Python process: its interpreter's layout, written by user space at discovery. */
 struct {
@@ -40,13 +56,14 @@ struct {
 	__type(value, struct gw_py_stack);
 } gw_py_stacks SEC(".maps");
 
-/* Room for a stack being built and the raw bytes of a thread state and a frame: more than the
- * 512 bytes of a BPF stack. One per CPU and walker: the sampling timer's interrupt can come in the
- * middle of an API probe's walk on the same CPU, and must not overwrite its scratch. */
+/* Room for a stack being built, the raw bytes of a thread state and a window of frames: more
+ * than the 512 bytes of a BPF stack. One per CPU and walker: the sampling timer's interrupt can
+ * come in the middle of an API probe's walk on the same CPU, and must not overwrite its scratch.
+ * The window has 8 bytes of slack: a u64 at any offset masked with GW_PY_WINDOW - 1 is in it. */
 struct gw_py_scratch {
 	struct gw_py_stack stack;
 	__u8 tstate[GW_PY_READ_TSTATE];
-	__u8 frame[GW_PY_READ_FRAME + 8];
+	__u8 win[GW_PY_WINDOW + 8];
 };
 
 struct {
@@ -71,13 +88,14 @@ struct gw_py_walk {
 	__u64 my_id;           /* the caller's id as its thread state holds it */
 	__u64 ts;              /* thread state looked at / found */
 	__u64 fp;              /* next frame */
+	__u64 win_lo;          /* user address of s->win[0]; win_len bytes of it are valid */
 	__u64 hash;
 	__u32 n;               /* frames kept */
 	__u32 found;           /* the thread walk found the caller's state */
 	__u32 fail;            /* a frame could not be read */
 	__u32 tgid;
 	__u32 slot;            /* GW_PY_SLOT_*: whose scratch */
-	__u32 pad;
+	__u32 win_len;
 };
 
 static __always_inline struct gw_py_scratch *gw_py_scratch_get(__u32 slot)
@@ -109,38 +127,60 @@ static long gw_py_thread_step(__u32 i, void *arg)
 	return 0;
 }
 
-/* One frame: copied as {code, instruction index} unless it is a C-stack shim; on to the caller. */
+/* A u64 at `off` in the window (the caller checked the range; the mask is the verifier's). */
+static __always_inline __u64 gw_py_win_u64(const struct gw_py_scratch *s, __u32 off)
+{
+	return *(const __u64 *)(s->win + (off & (GW_PY_WINDOW - 1)));
+}
+
+/* One frame: copied as {code, instruction index} unless it is a C-stack shim; on to the caller.
+ * Its bytes come from the window when it lies there, else from a new window ending at it. */
 static long gw_py_frame_step(__u32 i, void *arg)
 {
 	struct gw_py_walk *w = arg;
 	struct gw_py_scratch *s = gw_py_scratch_get(w->slot);
-	__u32 len = w->l.frame_read, n = w->n, off;
-	__u64 code, prev;
+	__u32 len = w->l.frame_read, n = w->n, base, off;
+	__u64 fp = w->fp, code, lo;
 	__s64 instr;
 
-	if (!s || !w->fp)
+	if (!s || !fp)
 		return 1;
 	if (n >= GW_PY_MAX_FRAMES) {
 		s->stack.truncated = 1;
 		return 1;
 	}
-	if (len < 8 || len > GW_PY_READ_FRAME ||
-	    bpf_probe_read_user(s->frame, len, (void *)w->fp)) {
+	if (len < 8 || len > GW_PY_READ_FRAME) {
 		w->fail = 1;
 		return 1;
 	}
-	code = gw_py_u64(s->frame, GW_PY_READ_FRAME, w->l.frame_code);
-	prev = gw_py_u64(s->frame, GW_PY_READ_FRAME, w->l.frame_prev);
-	w->fp = prev;
+	if (fp < w->win_lo || fp + len > w->win_lo + w->win_len) {
+		/* 3.11+: down to GW_PY_WINDOW bytes below the frame's end, not below its page (the
+		 * page is mapped, the one before may not be); 3.10: the frame alone. */
+		lo = fp;
+		if (w->l.code_adaptive != GW_PY_NONE) {
+			lo = fp & ~(__u64)(GW_PY_WINDOW - 1);
+			if (fp + len - lo > GW_PY_WINDOW)
+				lo = fp + len - GW_PY_WINDOW;
+		}
+		off = fp + len - lo;
+		if (off > GW_PY_WINDOW || bpf_probe_read_user(s->win, off, (void *)lo)) {
+			w->fail = 1;
+			return 1;
+		}
+		w->win_lo = lo;
+		w->win_len = off;
+	}
+	base = fp - w->win_lo; /* the frame's bytes: win[base, base + len) */
+	code = gw_py_win_u64(s, base + w->l.frame_code);
+	w->fp = gw_py_win_u64(s, base + w->l.frame_prev);
 	off = w->l.frame_owner;
-	if (off < GW_PY_READ_FRAME && s->frame[off & 0x7f] == GW_PY_OWNED_BY_CSTACK)
+	if (off < len && s->win[(base + off) & (GW_PY_WINDOW - 1)] == GW_PY_OWNED_BY_CSTACK)
 		return 0; /* a shim the C stack owns: no Python code of its own */
 	off = w->l.frame_instr;
 	if (w->l.code_adaptive == GW_PY_NONE)
-		instr = off <= GW_PY_READ_FRAME - 4 ? *(__s32 *)(s->frame + (off & 0x7f)) : -1;
+		instr = (__s32)gw_py_win_u64(s, base + off); /* 3.10's int f_lasti */
 	else
-		instr = (__s64)(gw_py_u64(s->frame, GW_PY_READ_FRAME, off) - code -
-				w->l.code_adaptive) >> 1;
+		instr = (__s64)(gw_py_win_u64(s, base + off) - code - w->l.code_adaptive) >> 1;
 	s->stack.frames[n].code = code;
 	s->stack.frames[n].instr = (__s32)instr;
 	w->hash = (w->hash ^ code) * 0x100000001b3ull;
@@ -151,10 +191,10 @@ static long gw_py_frame_step(__u32 i, void *arg)
 
 /*
  * The key of the calling thread's Python stack in gw_py_stacks, 0 when the process is not a
- * supported Python or the thread runs no Python. `cache`, `misses`: the thread's remembered state
- * address and how often it had none; `slot`: the caller's scratch (GW_PY_SLOT_*).
+ * supported Python or the thread runs no Python. `c`: what the thread remembers between walks;
+ * `slot`: the caller's scratch (GW_PY_SLOT_*).
  */
-static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache, __u32 *misses,
+static __always_inline __u64 gw_py_stack(struct task_struct *task, struct gw_py_thread_cache *c,
 					 __u32 slot)
 {
 	__u32 tgid = task->tgid;
@@ -172,9 +212,9 @@ static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache,
 	w.tgid = tgid;
 	w.slot = slot;
 	w.my_id = l->id_is_fsbase ? BPF_CORE_READ(task, thread.fsbase) : (__u64)task->pid;
-	w.ts = *cache;
+	w.ts = c->tstate;
 	if (w.ts == GW_PY_NO_TSTATE) {
-		if ((++*misses & GW_PY_RETRY_MASK) != 0)
+		if ((++c->misses & GW_PY_RETRY_MASK) != 0)
 			return 0;
 		w.ts = 0;
 	}
@@ -189,10 +229,10 @@ static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache,
 		w.ts = head;
 		bpf_loop(GW_PY_MAX_THREADS, gw_py_thread_step, &w, 0);
 		if (!w.found) {
-			*cache = GW_PY_NO_TSTATE;
+			c->tstate = GW_PY_NO_TSTATE;
 			return 0;
 		}
-		*cache = w.ts;
+		c->tstate = w.ts;
 	}
 	w.fp = gw_py_u64(s->tstate, GW_PY_READ_TSTATE, l->tstate_frame);
 	if (w.fp && l->cframe_frame != GW_PY_NONE &&
@@ -209,11 +249,16 @@ static __always_inline __u64 gw_py_stack(struct task_struct *task, __u64 *cache,
 	}
 	if (w.n == 0)
 		return 0;
+	w.hash |= 1; /* never 0, which means "none" */
+	/* A loop calls from one stack again and again: the thread's last key is in the map already
+	 * (user space reads a new key within milliseconds, and a lookup keeps it recent). */
+	if (w.hash == c->last_key)
+		return w.hash;
 	s->stack.pid = tgid;
 	s->stack.n = w.n;
-	w.hash |= 1; /* never 0, which means "none" */
 	if (!bpf_map_lookup_elem(&gw_py_stacks, &w.hash))
 		bpf_map_update_elem(&gw_py_stacks, &w.hash, &s->stack, BPF_ANY);
+	c->last_key = w.hash;
 	return w.hash;
 }
 

@@ -254,6 +254,9 @@ std::string culprit_python_line(const Context& ctx, const Task& culprit, int64_t
   } else {
     for (const CpuSampleRow& s : ctx.rows.cpu_samples) count(s);
   }
+  // A process that makes no GPU call (a multiprocessing data-loader worker) has its own list.
+  for (const CpuSampleRow& s : ctx.rows.worker_samples)
+    if (culprit.tid == 0 || s.tid == culprit.tid) count(s);
   if (by_site.empty()) return {};
   std::vector<std::pair<uint64_t, std::string>> v;
   for (auto& [site, n] : by_site) v.emplace_back(n, site);

@@ -660,7 +660,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         pool, *cc.table, from, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
-          if (!keep(pid) || !overlaps(k, r, c_ts, c_dur)) return;
+          if (!overlaps(k, r, c_ts, c_dur)) return;  // other processes' are split off below
           CpuSampleRow s;
           s.ts = k.value(c_ts, r);
           s.dur = k.value(c_dur, r);
@@ -674,6 +674,12 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         },
         rows.cpu_samples);
     if (!st) return st.error();
+    // Samples exist only for traced processes: those making GPU calls and their children. The
+    // children's are kept apart, for the Python line of a worker that stalls the step.
+    auto others = std::stable_partition(rows.cpu_samples.begin(), rows.cpu_samples.end(),
+                                        [&](const CpuSampleRow& s) { return keep(s.pid); });
+    rows.worker_samples.assign(others, rows.cpu_samples.end());
+    rows.cpu_samples.erase(others, rows.cpu_samples.end());
   }
   // Who held the CPUs the traced threads waited for: every run overlapping the window, whoever
   // ran (ABI 5; older files have no such table).

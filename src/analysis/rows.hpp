@@ -280,6 +280,10 @@ struct TraceRows {
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;
   std::vector<CpuSampleRow> cpu_samples;
+  // The CPU samples of traced processes that made no GPU call in the window (children of the GPU
+  // processes: multiprocessing data-loader workers), in no particular order: only for what a
+  // culprit among them ran in Python (culprit_python_line); no other view counts them.
+  std::vector<CpuSampleRow> worker_samples;
   // Every task's runs on a CPU a traced thread waited for, overlapping the window (any process:
   // the holders are whoever ran), sorted by (cpu, ts); and the moves of waiting threads between
   // run queues, sorted by (tid, ts). Read them through CpuHolders (cpu_holders.hpp).

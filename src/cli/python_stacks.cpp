@@ -6,9 +6,10 @@
 namespace gpuwhy::cli {
 
 std::optional<discover::PythonProcess> PythonStacks::discover(uint32_t pid) {
-  if (!looked_at_.insert(pid).second) return std::nullopt;
+  if (looked_at_.count(pid)) return std::nullopt;
   auto p = discover::find_python(pid);
   if (!p) return std::nullopt;
+  looked_at_.insert(pid);
   if (p->supported) namer_.add_process(*p);
   else ++unsupported_;
   return p;

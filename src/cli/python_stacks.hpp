@@ -24,10 +24,14 @@ class PythonStacks {
   using ReadStack = std::function<bool(uint64_t key, gw_py_stack* out)>;
   explicit PythonStacks(ReadStack read) : read_(std::move(read)) {}
 
-  // Discovery thread: the first look at a traced process. Returns the Python process found
-  // (supported or not, for the trace's python_processes) the first time only; the caller gives
-  // a supported one's layout to the probes.
+  // Discovery thread: a look at a traced process. Returns the Python process found (supported
+  // or not, for the trace's python_processes) the first time only; the caller gives a supported
+  // one's layout to the probes. A process found to run no Python is looked at again on the next
+  // scan: a fork child caught between fork and exec (multiprocessing's spawn) runs Python later.
   std::optional<discover::PythonProcess> discover(uint32_t pid);
+
+  // Discovery thread: `pid` ran exec; the next discover() looks at its new program.
+  void forget(uint32_t pid) { looked_at_.erase(pid); }
 
   // Reader thread: the id of the Python stack `key` of `pid`; the first time a key comes, its
   // frames are read from the kernel's map and named. -1 when the map no longer has it.

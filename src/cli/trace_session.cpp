@@ -390,7 +390,13 @@ std::vector<std::string> TraceSession::scan_process(uint32_t pid) {
   // With a pid filter: the given processes and the children the kernel tracks with them.
   if (!pid_filter_.empty() && !pid_filter_.count(pid) && !probes_->is_tracked(pid)) return {};
   auto libs = discover::gpu_libraries_of(pid);
-  if (!libs || libs->empty()) return {};
+  if (!libs) return {};
+  if (libs->empty()) {
+    // A child of a traced process that maps no GPU runtime (a multiprocessing data-loader
+    // worker, spawned) is traced all the same; its Python line is what a wait on it names.
+    if (probes_->is_tracked(pid)) find_python(pid);
+    return {};
+  }
   if (metrics_)
     metrics_->remember_name(pid, read_first_line("/proc/" + std::to_string(pid) + "/comm"));
   std::vector<std::string> attached;
@@ -500,6 +506,13 @@ void TraceSession::handle_hints() {
       scans_due_.emplace(now + 5ms, m->pid);
       scans_due_.emplace(now + 100ms, m->pid);
     } else if (const auto* p = std::get_if<ProcEvent>(&ev)) {
+      if (p->kind == ProcEventKind::Fork) {
+        // A child of a traced process (a data-loader worker). Soon, not at once: a child that
+        // runs exec (spawn, a subprocess) is then mostly seen as its new program.
+        if (p->other_pid) scans_due_.emplace(now + 20ms, p->other_pid);
+        continue;
+      }
+      if (py_) py_->forget(p->pid);  // exec: a new program, perhaps another Python
       scans_due_.emplace(now + 200ms, p->pid);
     }
   }

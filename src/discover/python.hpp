@@ -84,7 +84,8 @@ class PythonNamer {
     bool ok = false;
     std::string file, function, linetable;
     int firstlineno = 0;
-    uint64_t units = 0;  // 3.11+: instructions (code units) in the object; 0: not known
+    uint64_t units = 0;      // 3.11+: instructions (code units) in the object; 0: not known
+    uint64_t code_type = 0;  // the process image's PyCode_Type when read: an exec starts anew
   };
   std::optional<PythonProcess> process(uint32_t pid);
   Code read_code(const PythonProcess& p, uint64_t addr);

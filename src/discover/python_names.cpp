@@ -99,6 +99,7 @@ std::optional<PythonProcess> PythonNamer::process(uint32_t pid) {
 
 PythonNamer::Code PythonNamer::read_code(const PythonProcess& p, uint64_t addr) {
   Code code;
+  code.code_type = p.code_type;
   uint8_t head[kCodeHead];
   if (!read_process_memory(p.pid, addr, head, sizeof(head))) return code;
   // A freed object, or one reused for something else, is not a code object: no name rather
@@ -149,7 +150,10 @@ PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
   if (!p || !p->supported) return out;
   auto key = std::make_pair(pid, code_addr);
   auto it = codes_.find(key);
-  if (it == codes_.end()) it = codes_.emplace(key, read_code(*p, code_addr)).first;
+  if (it == codes_.end())
+    it = codes_.emplace(key, read_code(*p, code_addr)).first;
+  else if (it->second.code_type != p->code_type)  // the pid's program was replaced (exec)
+    it->second = read_code(*p, code_addr);
   const Code& c = it->second;
   if (!c.ok) return out;
   out.resolved = true;

@@ -84,7 +84,10 @@ void RingReader::add(Event ev) {
     hints_.push(std::move(ev), urgent);  // discovery only; not stored
     return;
   }
-  if (const auto* p = std::get_if<ProcEvent>(&ev); p && p->kind == ProcEventKind::Exec)
+  // An exec anywhere (a process that may load a GPU runtime), and a new process forked by a
+  // traced one (a data-loader worker: its Python is looked at though it maps no runtime).
+  if (const auto* p = std::get_if<ProcEvent>(&ev);
+      p && (p->kind == ProcEventKind::Exec || p->kind == ProcEventKind::Fork))
     hints_.push(ev);
   batch_.push_back(std::move(ev));
   if (batch_.size() >= opt_.batch_max) flush();

@@ -335,6 +335,66 @@ TEST_P(PythonFrames, CulpritThreadNamesItsPythonLine) {
   }
 }
 
+// The same when the producer is another process: a multiprocessing worker (DataLoader-style),
+// started with fork (the interpreter's memory copied: the fork itself sends the agent to look)
+// and, on 3.12 and 3.13, with spawn (a new interpreter that maps no GPU runtime: found as a child
+// of a traced process). The worker's CPU samples carry its Python stacks, and explain's io_stall
+// chain names the worker process and "mp_loader.py:<n> in produce: ...".
+TEST_P(PythonFrames, WorkerProcessNamesItsPythonLine) {
+  std::vector<std::string> methods = {"fork"};
+  if (GetParam().name == "3.12" || GetParam().name == "3.13") methods.push_back("spawn");
+  const std::string file = script("mp_loader.py");
+  const int line = markers(file, "HOT").at(0).first;
+  for (const std::string& method : methods) {
+    SCOPED_TRACE("start method " + method);
+    const std::string db = dir.file("mp-" + method + ".db");
+    Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+    RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", method, "20"});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+    const json out = json::parse(w.out);
+    const std::string pid = std::to_string(out["pid"].get<int>());
+    const std::string worker = std::to_string(out["worker_pid"].get<int>());
+    auto f = open_trace(db);
+    ASSERT_TRUE(f);
+    SCOPED_TRACE("agent said:\n" + agent.stderr_text());
+
+    // The worker is a Python process of the trace, and its samples name the HOT line.
+    const auto py = rows_of(*f, "SELECT supported FROM python_processes WHERE pid = " + worker);
+    ASSERT_EQ(py.size(), 1u) << "the worker's interpreter was not looked at";
+    EXPECT_EQ(py[0][0], "1");
+    const auto hot = rows_of(
+        *f,
+        "SELECT count(*) FROM cpu_samples c JOIN python_frames p ON p.py_stack_id = c.py_stack "
+        "AND p.depth = 0 WHERE c.pid = " +
+            worker + " AND p.function = 'produce' AND p.line = " + std::to_string(line));
+    ASSERT_EQ(hot.size(), 1u);
+    EXPECT_NE(hot[0][0], "0") << "no sample of the worker names the HOT line";
+
+    const std::string from = std::to_string(out["loop_ns"].get<int64_t>());
+    RunResult ex = run({gpuwhy_binary(), "explain", "--db", db, "--json", "--from", from});
+    ASSERT_EQ(ex.exit_code, 0) << ex.err;
+    RunResult text = run({gpuwhy_binary(), "explain", "--db", db, "--from", from});
+    SCOPED_TRACE("explain said:\n" + text.out);
+    const json report = json::parse(ex.out);
+    const json* io = nullptr;
+    for (const json& c : report["chains"])
+      if (c["kind"] == "io_stall" && std::to_string(c["process"]["pid"].get<int64_t>()) == pid)
+        io = &c;
+    ASSERT_NE(io, nullptr) << "no io_stall chain for pid " << pid;
+    ASSERT_TRUE((*io)["culprit"].is_object()) << io->dump(2);
+    EXPECT_EQ(std::to_string((*io)["culprit"]["pid"].get<int64_t>()), worker) << io->dump(2);
+    const std::string site = "(pid " + worker +
+                             ") was on the CPU in mp_loader.py:" + std::to_string(line) +
+                             " in produce: " + source_of(file, line) + " (";
+    bool named = false;
+    for (const json& e : (*io)["evidence"])
+      named = named || e["text"].get<std::string>().find(site) != std::string::npos;
+    EXPECT_TRUE(named) << "the evidence should name " << site << "\n" << io->dump(2);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Interpreters, PythonFrames,
     ::testing::Values(Interpreter{"3.10", "", "3.10.13"}, Interpreter{"3.11", "", "3.11.7"},

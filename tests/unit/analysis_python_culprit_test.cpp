@@ -59,6 +59,45 @@ TEST(AnalysisPythonCulprit, LockHolderNamedWithItsTopPythonLines) {
             "f.write(blob) (15.0%)");
 }
 
+// A producer that is another process, making no GPU call (a multiprocessing DataLoader worker):
+// the loader keeps its CPU samples apart (worker_samples), and the io_stall chain that names it
+// as culprit names its Python line from them.
+TEST(AnalysisPythonCulprit, WorkerProcessNamedWithItsPythonLine) {
+  constexpr uint32_t kWorker = 4242;
+  RowsBuilder b;
+  b.rows().session.abi_version = 3;
+  b.rows().families_off = {{"syscalls", "off", "off by default (--with syscalls)"}};
+  b.process(kTrainer, "trainer").process(kWorker, "python3");
+  for (double t = 0; t < 10'000; t += 10) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 0.3, 6650 * kUs);
+    b.block(kTrainer, kTrainer, t + 6.95, 3 * kMs, kWorker, kWorker, "python3").in_syscall(0);
+  }
+  TraceRows& rows = b.rows();
+  rows.python_sites[7] = {"mp_loader.py", "produce", 22, "digest = hashlib.sha256(RAW).digest()"};
+  // 40 samples of the worker, 30 on the line; none of them in cpu_samples.
+  for (int i = 0; i < 40; ++i) {
+    b.sample(kWorker, kWorker, 7 + 200.0 * i, 5 * kMs, -1);
+    rows.cpu_samples.back().pystack_id = i < 30 ? 7 : -1;
+  }
+  rows.worker_samples = std::move(rows.cpu_samples);
+  rows.cpu_samples.clear();
+  const Report r = analyze(b.build());
+  const Chain* io = nullptr;
+  for (const Chain& c : r.chains)
+    if (c.kind == "io_stall") io = &c;
+  ASSERT_NE(io, nullptr);
+  ASSERT_TRUE(io->culprit.has_value());
+  ASSERT_EQ(io->culprit->pid, kWorker);
+  std::string line;
+  for (const Evidence& e : io->evidence)
+    if (e.text.find("was on the CPU in") != std::string::npos) line = e.text;
+  EXPECT_EQ(line,
+            "python3 (pid 4242) was on the CPU in mp_loader.py:22 in produce: digest = "
+            "hashlib.sha256(RAW).digest() (75.0% of its 40 samples)");
+}
+
 TEST(AnalysisPythonCulprit, NoLineWithoutPythonSamples) {
   RowsBuilder b = lock_scene();
   for (int i = 0; i < 100; ++i) b.sample(kTrainer, kWriter, 6 + 100.0 * i, 5 * kMs, -1);

@@ -185,9 +185,9 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
   for (const CallRow& c : rows.calls)
     if (c.cat == Category::Collective) collective_ns[c.pid] += c.dur;
   const std::map<uint32_t, BusySums> busy = busy_by_pid(rows);
-  const Report r = analyze(std::move(rows), opt.thresholds);
-
   AuditReport out;
+  out.explain = analyze(std::move(rows), opt.thresholds);
+  const Report& r = out.explain;
   out.trace = r.trace;
   out.caveats = r.caveats;
   out.caveats.push_back({"per_process",

@@ -99,6 +99,7 @@ struct AuditReport {
   std::vector<ProcessAudit> processes;  // longest span first
   double price_per_gpu_hour = 0;
   double window_cost = 0;  // every GPU process over the window, one GPU each
+  Report explain;          // the analysis the audit drew on (explain --html shows both)
 };
 
 // Runs explain's analysis (analyze) and the memory pass over the same rows.

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "analysis/analysis.hpp"
+#include "analysis/audit.hpp"
 #include "cli/commands.hpp"
 #include "cli/explain_hosts.hpp"
 #include "cli/window_flags.hpp"
 #include "core/phase_timer.hpp"
+#include "export/audit_render.hpp"
 #include "export/explain_render.hpp"
 #include "export/html_report.hpp"
 #include "store/store.hpp"
@@ -26,13 +28,14 @@ struct ExplainFlags {
   std::string html;  // write the report as one HTML page to this file
 };
 
-// The page is drawn from the JSON --json prints, plus the chains' timelines read from the file.
-int write_html(const store::TraceFile& file, const analysis::Report& report,
+// The page is drawn from the JSON --json prints, plus the chains' timelines read from the file
+// and the audit of the same rows (audit runs the same analysis, so it is done once).
+int write_html(const store::TraceFile& file, const analysis::AuditReport& audit,
                const std::string& path) {
-  const nlohmann::ordered_json j = render::explain_json(report);
+  const nlohmann::ordered_json j = render::explain_json(audit.explain);
   auto timelines = render::chain_timelines(file, j);
   if (!timelines) return fail(timelines.error().line(), timelines.error().exit_code);
-  const std::string page = render::explain_html(j, timelines.value());
+  const std::string page = render::explain_html(j, timelines.value(), render::audit_json(audit));
   const std::string tmp = path + ".tmp";
   FILE* out = std::fopen(tmp.c_str(), "wb");
   if (!out) return fail(errno_error("cannot create " + path, errno, "check the directory").line());
@@ -63,9 +66,10 @@ int run_explain(const ExplainFlags& f) {
   auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
   timer.lap("load");
+  if (!f.html.empty())
+    return write_html(*file.value(), analysis::audit(std::move(rows.value())), f.html);
   const analysis::Report report = analysis::analyze(std::move(rows.value()));
   timer.lap("analyze");
-  if (!f.html.empty()) return write_html(*file.value(), report, f.html);
   const std::string out = f.json ? render::explain_json(report).dump(
                                        2, ' ', false, nlohmann::json::error_handler_t::replace) +
                                        "\n"

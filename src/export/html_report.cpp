@@ -244,9 +244,49 @@ void ops_table(std::string& h, const json& ops) {
   h += "</table>";
 }
 
+// `gpuwhy audit`'s view of each GPU process (audit_json): its regime, the GPU-busy estimate
+// with its bound, device memory and its largest sites.
+void audit_section(std::string& h, const json& audit) {
+  if (!audit.is_object() || !audit.contains("processes") || audit["processes"].empty()) return;
+  h += "<h2>Efficiency audit (<code>gpuwhy audit</code>)</h2>";
+  for (const json& p : audit["processes"]) {
+    const json& b = p["gpu_busy"];
+    const json& m = p["memory"];
+    h += "<section class=\"card\" id=\"audit-" + std::to_string(i64(p, "pid")) + "\"><h3>" +
+         esc(str(p, "comm")) + " (pid " + std::to_string(i64(p, "pid")) +
+         "): " + esc(str(p, "regime")) + "</h3><div class=\"nums\">" + esc(str(p, "evidence")) +
+         "</div><div class=\"fix\">" + esc(str(p, "move")) + "</div><div class=\"nums\">" +
+         "GPU busy (host-side estimate) <b>" + dur(b, "estimate_ns") + "</b> (" +
+         fmt_percent(num(b, "ratio")) + " of its span), within " + dur(b, "lower_ns") + " … " +
+         dur(b, "upper_ns") + "</div>";
+    if (i64(m, "allocations") > 0) {
+      h += "<div class=\"nums\">device memory: peak <b>" +
+           fmt_bytes(static_cast<uint64_t>(i64(m, "peak_bytes"))) + "</b> at " +
+           fmt_rel(i64(m, "peak_rel_ns")) + ", " +
+           fmt_bytes(static_cast<uint64_t>(i64(m, "live_end_bytes"))) +
+           " at the end</div>"
+           "<table><tr><th class=\"l\">pattern</th><th>kept</th><th>allocated</th>"
+           "<th>allocs</th><th>frees</th><th>untouched</th><th class=\"l\">site</th></tr>";
+      size_t shown = 0;
+      for (const json& site : m["sites"]) {
+        if (shown++ == 10) break;
+        h += "<tr><td class=\"l\">" + esc(str(site, "pattern")) + "</td><td>" +
+             fmt_bytes(static_cast<uint64_t>(i64(site, "kept_bytes"))) + "</td><td>" +
+             fmt_bytes(static_cast<uint64_t>(i64(site, "bytes_allocated"))) + "</td><td>" +
+             fmt_count(static_cast<uint64_t>(i64(site, "allocs"))) + "</td><td>" +
+             fmt_count(static_cast<uint64_t>(i64(site, "frees"))) + "</td><td>" +
+             fmt_bytes(static_cast<uint64_t>(i64(site, "untouched_bytes"))) +
+             "</td><td class=\"l\">" + esc(str(site, "site")) + "</td></tr>";
+      }
+      h += "</table>";
+    }
+    h += "</section>";
+  }
+}
+
 }  // namespace
 
-std::string explain_html(const json& report, const json& timelines) {
+std::string explain_html(const json& report, const json& timelines, const json& audit) {
   const json& tr = report["trace"];
   std::string h =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -270,6 +310,7 @@ std::string explain_html(const json& report, const json& timelines) {
   if (!report["chains"].empty()) h += "<h2>Causes, most time lost first</h2>";
   for (const json& c : report["chains"]) chain_card(h, c, timelines);
   thread_split(h, report["stats"], report.contains("budgets") ? report["budgets"] : json());
+  audit_section(h, audit);
   ops_table(h, report["stats"]["ops"]);
   // The data itself, for programs and for checking: the exact `explain --json` object.
   std::string data = report.dump(2, ' ', false, json::error_handler_t::replace);

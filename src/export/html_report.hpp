@@ -24,7 +24,10 @@ Result<nlohmann::ordered_json> chain_timelines(const store::TraceFile& file,
                                                const nlohmann::ordered_json& report,
                                                int64_t max_window_ns = 200'000'000);
 
+// `audit`: audit_json of the same window, shown as a section after the threads' time split
+// (null: no such section).
 std::string explain_html(const nlohmann::ordered_json& report,
-                         const nlohmann::ordered_json& timelines);
+                         const nlohmann::ordered_json& timelines,
+                         const nlohmann::ordered_json& audit = nullptr);
 
 }  // namespace gpuwhy::render

@@ -465,6 +465,21 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
             << o["name"] << " " << k;
     }
     EXPECT_NE(html.find("<svg class=\"tl\""), std::string::npos) << "no chain timeline";
+    // The audit of the same window: a card per GPU process with `gpuwhy audit --json`'s regime
+    // and GPU-busy estimate.
+    const ShellRun a = sh(kGpuwhy + " audit --json --db " + quote(db));
+    ASSERT_EQ(a.rc, 0) << a.out;
+    const json audit = json::parse(a.out);
+    ASSERT_FALSE(audit["processes"].empty());
+    for (const json& p : audit["processes"]) {
+      const size_t card = html.find("id=\"audit-" + std::to_string(p["pid"].get<int>()) + "\"");
+      ASSERT_NE(card, std::string::npos) << "no audit card for pid " << p["pid"];
+      const std::string text = html.substr(card, html.find("</section>", card) - card);
+      EXPECT_NE(text.find(p["regime"].get<std::string>()), std::string::npos) << text;
+      EXPECT_NE(text.find(analysis::fmt_duration(p["gpu_busy"]["estimate_ns"].get<int64_t>())),
+                std::string::npos)
+          << text;
+    }
 
     if (!have("chromium")) GTEST_SKIP() << "chromium not installed (scripts/install-export-tools)";
     // Any request would go to a proxy on a closed port and fail; the page renders regardless.

@@ -70,10 +70,14 @@ std::string text(FuzzedDataProvider& p) { return p.ConsumeRandomLengthString(48)
 uint32_t pid(FuzzedDataProvider& p) {
   return p.ConsumeBool() ? p.ConsumeIntegralInRange<uint32_t>(1, 4) : p.ConsumeIntegral<uint32_t>();
 }
+// Times near the trace's start, and now and then any at all (a crafted or damaged file).
 int64_t ts(FuzzedDataProvider& p) {
+  if (p.ConsumeIntegralInRange<int>(0, 15) == 0) return p.ConsumeIntegral<int64_t>();
   return kStart + p.ConsumeIntegralInRange<int64_t>(-(int64_t{1} << 40), int64_t{1} << 42);
 }
 int64_t dur(FuzzedDataProvider& p) {
+  if (p.ConsumeIntegralInRange<int>(0, 15) == 0)
+    return p.ConsumeIntegralInRange<int64_t>(0, INT64_MAX);
   return p.ConsumeIntegralInRange<int64_t>(0, int64_t{1} << 40);
 }
 

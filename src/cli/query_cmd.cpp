@@ -100,8 +100,8 @@ class TableWriter {
     std::vector<std::string> rule(n);
     for (size_t c = 0; c < n; ++c) rule[c] = std::string(width_[c], '-');
     line(rule, [](size_t) { return false; });
-    for (const auto& [cells, types] : held_)
-      line(cells, [&](size_t c) { return numeric(types[c]); });
+    for (const auto& held : held_)  // no structured binding: clang 14 cannot capture one
+      line(held.first, [&](size_t c) { return numeric(held.second[c]); });
     held_.clear();
     held_.shrink_to_fit();
   }

@@ -25,8 +25,13 @@ uint16_t minor_from_name(std::string_view name) {
   int minor = 0;
   size_t i = at + 8;
   if (i >= name.size() || name[i] < '0' || name[i] > '9') return 0;
-  while (i < name.size() && name[i] >= '0' && name[i] <= '9') minor = minor * 10 + (name[i++] - '0');
-  return static_cast<uint16_t>(0x0300 | (minor & 0xff));
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') {
+    minor = minor * 10 + (name[i++] - '0');
+    // Any file name can be mapped: "python3.266" is no 3.10, and a long run of digits must not
+    // overflow.
+    if (minor > 0xff) return 0;
+  }
+  return static_cast<uint16_t>(0x0300 | minor);
 }
 
 bool interpreter_name(std::string_view base) {
@@ -113,8 +118,9 @@ Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::str
   l.frame_instr = off(31);
   l.frame_owner = off(33);
   l.code_adaptive = off(43);
-  const uint16_t frame_end =
-      std::max({l.frame_prev, l.frame_code, l.frame_instr, l.frame_owner}) + 8;
+  // In int: an offset clamped to GW_PY_NONE (0xffff) plus 8 must not wrap to a small uint16_t
+  // and pass the check below (found by tests/fuzz/fuzz_python_lines).
+  const int frame_end = std::max({l.frame_prev, l.frame_code, l.frame_instr, l.frame_owner}) + 8;
   if (frame_end > GW_PY_READ_FRAME || l.tstate_id + 8 > GW_PY_READ_TSTATE ||
       l.tstate_frame + 8 > GW_PY_READ_TSTATE || l.tstate_next + 8 > GW_PY_READ_TSTATE)
     return Error{"the interpreter's frame or thread layout lies beyond what the probe reads"};

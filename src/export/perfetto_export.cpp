@@ -19,6 +19,19 @@
 namespace gpuwhy::exporter {
 namespace {
 
+// Times of a crafted or damaged file can lie anywhere in int64_t: sums saturate instead of
+// overflowing (found by tests/fuzz/fuzz_export).
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b < 0 ? INT64_MIN : INT64_MAX;
+  return r;
+}
+int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
 // TracePacket / TrackEvent / TrackDescriptor field numbers (perfetto_trace.proto).
 enum : uint32_t {
   kTracePacket = 1,
@@ -291,9 +304,9 @@ Status PerfettoWriter::thread_calls(const Thread& t) {
       out_.packet(ts, kTrackEvent, ev);
       continue;
     }
-    int64_t end = ts + std::max<int64_t>(col(1), 0);
+    int64_t end = sat_add(ts, std::max<int64_t>(col(1), 0));
     if (!open.empty() && end > open.back()) {
-      annotate(ev, "cut_ns", end - open.back());
+      annotate(ev, "cut_ns", sat_sub(end, open.back()));
       end = open.back();
     }
     slice_begin(ts, track, name, category.c_str(), ev);
@@ -358,17 +371,17 @@ Status PerfettoWriter::thread_offcpu(const Thread& t) {
         w.string(kEvCategories, "wakeup");
         w.string(kEvName, "wakes " + t.name);
         w.fixed64(kEvFlowIds, flow);
-        out_.packet(ts + dur - runq, kTrackEvent, w);
+        out_.packet(sat_add(ts, sat_sub(dur, runq)), kTrackEvent, w);
         ProtoWriter r;
         r.varint(kEvType, kInstant);
         r.varint(kEvTrack, track);
         r.string(kEvCategories, "wakeup");
         r.string(kEvName, "woken");
         r.fixed64(kEvTerminatingFlowIds, flow);
-        out_.packet(ts + dur - runq, kTrackEvent, r);
+        out_.packet(sat_add(ts, sat_sub(dur, runq)), kTrackEvent, r);
       }
     }
-    slice_end(ts + dur, track);
+    slice_end(sat_add(ts, dur), track);
   }
   return {};
 }
@@ -396,7 +409,10 @@ Status PerfettoWriter::counters() {
       ev.varint(kEvType, kCounter);
       ev.varint(kEvTrack, counter_uuid(pid, k));
       ev.int64(kEvCounterValue, v[k]);
-      out_.packet(scope_.start_ns() + second * 1'000'000'000, kTrackEvent, ev);
+      int64_t at;
+      if (__builtin_mul_overflow(second, 1'000'000'000, &at))
+        at = second < 0 ? INT64_MIN : INT64_MAX;
+      out_.packet(sat_add(scope_.start_ns(), at), kTrackEvent, ev);
     }
   };
   const int64_t zero[3] = {0, 0, 0};

@@ -122,7 +122,9 @@ Status ChunkSink::write(uint64_t key, Open& open) {
   for (uint32_t r = 0; r < n; ++r) {
     const int64_t ts = b.value(r, t.ts);
     ts_min = std::min(ts_min, ts);
-    end_max = std::max(end_max, ts + b.value(r, t.dur));
+    int64_t end;  // saturating: a garbled duration must not overflow (tests/fuzz/fuzz_export)
+    if (__builtin_add_overflow(ts, b.value(r, t.dur), &end)) end = ts < 0 ? INT64_MIN : INT64_MAX;
+    end_max = std::max(end_max, end);
   }
   const auto pid = static_cast<int64_t>(key >> 32), tid = static_cast<int64_t>(key & 0xffffffffu);
   // From here the rows are lost if anything fails: the caller rolls the transaction back, and

@@ -207,7 +207,9 @@ Status TraceWriter::write_batch(std::span<const Event> events) {
     std::visit(
         [&](const auto& e) {
           int64_t end = e.ts;
-          if constexpr (requires { e.dur; }) end += e.dur;
+          // Saturating: a garbled duration must not overflow (found by tests/fuzz/fuzz_export).
+          if constexpr (requires { e.dur; })
+            if (__builtin_add_overflow(e.ts, e.dur, &end)) end = e.dur < 0 ? INT64_MIN : INT64_MAX;
           last = std::max(last, end);
         },
         ev);

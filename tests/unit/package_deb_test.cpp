@@ -77,7 +77,7 @@ TEST_F(DebPackage, ControlFieldsNameTheStaticBinaryAndItsLicense) {
   EXPECT_EQ(field("Version"), GPUWHY_VERSION);
   EXPECT_EQ(field("Architecture"), "amd64");
   EXPECT_NE(field("Maintainer").find('<'), std::string::npos) << field("Maintainer");
-#if !defined(__SANITIZE_ADDRESS__)  // sanitizer builds link gpuwhy dynamically
+#if GW_GPUWHY_STATIC  // sanitizer and fuzz builds link gpuwhy dynamically
   EXPECT_EQ(field("Depends"), "") << "the binary is static: it needs no package";
 #endif
   const std::string description = field("Description");
@@ -126,7 +126,7 @@ TEST_F(DebPackage, UnpackedBinaryRunsAndMatchesItsDocs) {
             shell(shell_quote(bin) + " generate bash-completion").out);
   EXPECT_EQ(slurp(root.path + "/usr/share/zsh/vendor-completions/_gpuwhy"),
             shell(shell_quote(bin) + " generate zsh-completion").out);
-#if !defined(__SANITIZE_ADDRESS__)  // sanitizer builds link gpuwhy dynamically
+#if GW_GPUWHY_STATIC  // sanitizer and fuzz builds link gpuwhy dynamically
   // The packaged binary is the stripped static one: still no interpreter.
   ShellResult headers = shell("readelf -lW " + shell_quote(bin) + " 2>&1");
   EXPECT_EQ(headers.out.find("INTERP"), std::string::npos) << headers.out;

@@ -72,8 +72,9 @@ TEST(PortableBinary, CheckerSeesTheNeedsOfADynamicBinary) {
 }
 
 TEST(PortableBinary, GpuwhyNeedsNoHostLibraryNewerThanGlibc228) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "sanitizer builds link gpuwhy dynamically (GPUWHY_SANITIZE)";
+#if !GW_GPUWHY_STATIC
+  GTEST_SKIP() << "this build links gpuwhy dynamically (a sanitizer or fuzz build, or "
+                  "-DGPUWHY_STATIC=OFF)";
 #endif
   if (!have_tool("readelf")) GTEST_SKIP() << "readelf is not installed (Debian package binutils)";
   const ElfNeeds n = inspect(kGpuwhy);
@@ -97,8 +98,9 @@ TEST(PortableBinary, GpuwhyNeedsNoHostLibraryNewerThanGlibc228) {
 // disables, and setlocale/iconv_open, used by libstdc++ for named locales, which gpuwhy never
 // sets; tests/root/service_sandbox_test.cpp runs the binary in an empty chroot.)
 TEST(PortableBinary, GpuwhyLinksNoHostModuleLoader) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "sanitizer builds link gpuwhy dynamically (GPUWHY_SANITIZE)";
+#if !GW_GPUWHY_STATIC
+  GTEST_SKIP() << "this build links gpuwhy dynamically (a sanitizer or fuzz build, or "
+                  "-DGPUWHY_STATIC=OFF)";
 #endif
   if (!have_tool("nm")) GTEST_SKIP() << "nm is not installed (Debian package binutils)";
   const ShellResult symbols = shell("nm " + shell_quote(kGpuwhy) + " 2>&1");

@@ -14,6 +14,7 @@
 // co_lines() per byte; 3.11+ co_positions() per code unit; -1 where it reports None).
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -109,6 +110,25 @@ TEST(PythonLayout, DebugOffsetsOf313) {
   w[1] = 0x030e00f0;  // 3.14: another layout
   EXPECT_FALSE(layout_from_debug_offsets(raw).ok());
   EXPECT_FALSE(layout_from_debug_offsets(raw.substr(0, 100)).ok());
+
+  // An offset past 0xffff is clamped to GW_PY_NONE: + 8 must not wrap to 7 and pass the check
+  // (fuzz_python_lines).
+  w[1] = 0x030d00f0;
+  w[31] = uint64_t{1} << 48;
+  EXPECT_FALSE(layout_from_debug_offsets(raw).ok());
+}
+
+// Tables read from a damaged or reused code object: lines that overflow are no line, never
+// undefined behaviour (fuzz_python_lines found both under UBSan).
+TEST(PythonLines, LinesThatOverflowAreNoLine) {
+  EXPECT_EQ(line_from_linetable_310("\x02\x7f", INT_MAX, 0), -1);     // INT_MAX + 127
+  EXPECT_EQ(line_from_linetable_310("\x02\x7f", INT_MAX - 127, 1), INT_MAX);
+  // Two long-form entries each adding -(2^62 - 1) lines (code 14, svarint 0x7fff...f).
+  std::string big = "\xf0";
+  big += std::string(10, '\x7f') + '\x3f';  // 66 bits of ones (bit 0: negative)
+  big += "\x00\x00\x00";
+  EXPECT_EQ(line_from_locations(big + big, 10, 1), -1);
+  EXPECT_EQ(line_from_locations(big, 10, 0), -1);
 }
 
 }  // namespace

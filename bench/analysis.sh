@@ -6,7 +6,7 @@
 # each command below is timed $RUNS times (wall clock around the process, peak RSS from GNU time;
 # first run included, the file is in the page cache after gen_trace wrote it).
 #
-# usage: bench/analysis.sh   (env: EVENTS=10000000 RUNS=5 KEEP=0)
+# usage: bench/analysis.sh   (env: EVENTS=10000000 RUNS=5 KEEP=0 SKIP_EXPLAIN=0)
 source "$(dirname "$0")/lib/common.sh"
 need_file "$GPUWHY" "$GEN_TRACE"
 [ -x /usr/bin/time ] || die "GNU time (/usr/bin/time, package 'time') is needed"
@@ -37,6 +37,10 @@ CMD[q_thread_window]="$GPUWHY query --db $DB \"SELECT count(*), sum(dur) FROM ap
 CMD[q_op_totals]="$GPUWHY query --db $DB \"SELECT name, sum(calls), sum(dur_ns) FROM v_op_totals GROUP BY name ORDER BY 3 DESC\""
 CMD[q_throughput]="$GPUWHY query --db $DB \"SELECT count(*), sum(calls), sum(busy_ns) FROM v_throughput\""
 
+# SKIP_EXPLAIN=1 (bench/analysis_scale.sh, a size whose explain would not fit in memory): queries only.
+if [ "${SKIP_EXPLAIN:-0}" = 1 ]; then
+  NAMES=("${NAMES[@]:2}")
+fi
 for ((r = 1; r <= RUNS; r++)); do
   for name in "${NAMES[@]}"; do
     t0=$(date +%s%N)

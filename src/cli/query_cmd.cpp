@@ -148,18 +148,6 @@ void write_csv_record(const std::vector<std::string>& fields) {
   put(out);
 }
 
-// Object keys must be unique: a second "ts" becomes "ts_2".
-std::vector<std::string> unique_keys(const std::vector<std::string>& columns) {
-  std::vector<std::string> keys;
-  for (const std::string& c : columns) {
-    std::string k = c;
-    for (int i = 2; std::find(keys.begin(), keys.end(), k) != keys.end(); ++i)
-      k = c + "_" + std::to_string(i);
-    keys.push_back(std::move(k));
-  }
-  return keys;
-}
-
 int list_views() {
   for (const store::ViewInfo& v : store::shipped_views()) {
     put(v.name);
@@ -214,7 +202,7 @@ int run_query_command(const QueryOptions& o) {
     std::vector<std::string> keys;
     bool first = true;
     st = store::for_each_row(
-        f, o.sql, [&](const std::vector<std::string>& cols) { keys = unique_keys(cols); },
+        f, o.sql, [&](const std::vector<std::string>& cols) { keys = store::unique_keys(cols); },
         [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {
           nlohmann::ordered_json row = nlohmann::ordered_json::object();
           for (size_t i = 0; i < keys.size(); ++i)

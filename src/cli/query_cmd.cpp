@@ -2,6 +2,7 @@
 // `gpuwhy query [--db FILE] "SQL" [--format table|csv|json]`: read-only SQL over a trace file,
 // with the shipped views (v_calls, v_call_offcpu, ...) installed. Works on a copied file without
 // root. `--list-views` prints the views and the question each one answers.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 

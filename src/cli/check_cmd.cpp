@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

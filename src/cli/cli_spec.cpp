@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/cli_spec.hpp"
 
+#include <CLI/CLI.hpp>
+
 namespace gpuwhy::cli {
 namespace {
 

@@ -5,9 +5,12 @@
 // commands (CLI11 group "") are left out, as CLI11's own --help leaves them out.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> is costly to compile: the man page and completions do not need it
+}  // namespace CLI
 
 namespace gpuwhy::cli {
 

@@ -4,9 +4,14 @@
 // the process exit code.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+
+// CLI11 (header-only in Debian 12) costs seconds of compile time in every file that includes it:
+// only the files that build the app include <CLI/CLI.hpp>.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace gpuwhy::cli {
 

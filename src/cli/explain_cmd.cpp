@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpuwhy explain`: why did GPU work slow down, and what to change. Opens the trace read-only
 // (works on a copied file, without root), loads one window, analyses it, prints the report.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -5,6 +5,7 @@
 // trace read-only, without root, like explain; --since/--from/--to/--pid narrow every format.
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>

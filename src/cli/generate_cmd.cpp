@@ -2,6 +2,7 @@
 // `gpuwhy generate man|bash-completion|zsh-completion`: the man page and the shell completions,
 // written to standard output from the parser this binary runs, so they cannot go stale. Hidden
 // from --help (it is for packagers: the build runs it, see cmake/Packaging.cmake).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 

@@ -3,6 +3,7 @@
 // AI assistant can explain and query a trace. Read-only like explain and query; no socket.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <cstdio>

@@ -2,6 +2,7 @@
 // `gpuwhy query [--db FILE] "SQL" [--format table|csv|json]`: read-only SQL over a trace file,
 // with the shipped views (v_calls, v_call_offcpu, ...) installed. Works on a copied file without
 // root. `--list-views` prints the views and the question each one answers.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -148,18 +149,6 @@ void write_csv_record(const std::vector<std::string>& fields) {
   put(out);
 }
 
-// Object keys must be unique: a second "ts" becomes "ts_2".
-std::vector<std::string> unique_keys(const std::vector<std::string>& columns) {
-  std::vector<std::string> keys;
-  for (const std::string& c : columns) {
-    std::string k = c;
-    for (int i = 2; std::find(keys.begin(), keys.end(), k) != keys.end(); ++i)
-      k = c + "_" + std::to_string(i);
-    keys.push_back(std::move(k));
-  }
-  return keys;
-}
-
 int list_views() {
   for (const store::ViewInfo& v : store::shipped_views()) {
     put(v.name);
@@ -220,7 +209,7 @@ int run_query_command(const QueryOptions& o) {
     else if (o.format == "csv")
       write_csv_record(cols);
     else
-      keys = unique_keys(cols);
+      keys = store::unique_keys(cols);
   };
   auto on_row = [&](const std::vector<std::string>& raw, const std::vector<ValueType>& raw_types) {
     if (mismatch) return;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpuwhy trace`: flags -> TraceOptions -> run_trace (trace_session.cpp).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <memory>
 

@@ -25,7 +25,7 @@ Result<CappedRows> capped_rows(const store::TraceFile& file, const std::string& 
     st = store::for_each_row(
         file, sql,
         [&](const std::vector<std::string>& cols) {
-          keys = cols;
+          keys = store::unique_keys(cols);
           for (const std::string& c : cols) r.columns.push_back(c);
         },
         [&](const std::vector<std::string>& values, const std::vector<ValueType>& types) {

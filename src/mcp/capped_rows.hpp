@@ -16,7 +16,8 @@ namespace gpuwhy::mcp {
 struct RowLimits {
   int64_t max_rows = 200;
   size_t max_bytes = 4u << 20;  // of the rows' JSON text
-  bool as_objects = false;      // rows as {column: value} (else arrays in column order)
+  bool as_objects = false;      // rows as {column: value}, keys made unique (store::unique_keys);
+                                // else arrays in column order
 };
 
 struct CappedRows {

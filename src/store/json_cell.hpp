@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// One SQL result cell (store::for_each_row gives text and its type) as a JSON value: what
-// `gpuwhy query --format json` and the MCP query tool both print.
+// One SQL result cell (store::for_each_row gives text and its type) as a JSON value, and a row's
+// column names as object keys: what `gpuwhy query --format json` and the MCP tools both print.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "store/store.hpp"
 
@@ -26,6 +28,19 @@ inline nlohmann::ordered_json json_cell(const std::string& v, ValueType t) {
     default:
       return v;  // text; a BLOB as its X'..' literal
   }
+}
+
+// A result's column names as the keys of a JSON object per row. Keys must be unique or a value is
+// silently lost (SELECT 1 AS a, 2 AS a; a join's two pid columns): a second "pid" becomes "pid_2".
+inline std::vector<std::string> unique_keys(const std::vector<std::string>& columns) {
+  std::vector<std::string> keys;
+  for (const std::string& c : columns) {
+    std::string k = c;
+    for (int i = 2; std::find(keys.begin(), keys.end(), k) != keys.end(); ++i)
+      k = c + "_" + std::to_string(i);
+    keys.push_back(std::move(k));
+  }
+  return keys;
 }
 
 }  // namespace gpuwhy::store

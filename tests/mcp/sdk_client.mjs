@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A real MCP client, the official TypeScript SDK's, talking to `gpuwhy mcp` over stdio: it starts
-// the server, lists the tools and resources, calls explain, query (good SQL, bad SQL, a wrong
-// argument), chain_evidence and an unknown tool, reads the schema resource, and prints what it got
-// as one JSON object for tests/unit/mcp_sdk_test.cpp to check.
+// the server, lists the tools and resources, calls explain, query (good SQL, two columns of one
+// name, bad SQL, a wrong argument), chain_evidence and an unknown tool, reads the schema resource,
+// and prints what it got as one JSON object for tests/unit/mcp_sdk_test.cpp to check.
 //   node sdk_client.mjs GPUWHY TRACE   (GW_MCP_DIR: where @modelcontextprotocol/sdk is installed)
 import { createRequire } from 'node:module';
 
@@ -26,6 +26,11 @@ out.explain = { isError: explain.isError === true, report: JSON.parse(text(expla
 const query = await client.callTool({
   name: 'query', arguments: { sql: 'SELECT count(*) AS n FROM api_calls', max_rows: 5 } });
 out.query = { isError: query.isError === true, result: JSON.parse(text(query)) };
+// Two columns of one name: a join's two pids, and the plainest case. Both values must come back.
+const dup = await client.callTool({ name: 'query', arguments: { sql:
+  'SELECT 1 AS a, 2 AS a, p.pid, t.pid FROM processes AS p JOIN threads AS t ON t.pid = p.pid ' +
+  'ORDER BY t.tid LIMIT 1' } });
+out.duplicate_columns = { isError: dup.isError === true, result: JSON.parse(text(dup)) };
 const badSql = await client.callTool({ name: 'query', arguments: { sql: 'SELEC 1' } });
 out.bad_sql = { isError: badSql.isError === true, text: text(badSql) };
 const badArg = await client.callTool({ name: 'query', arguments: { sql: 42 } });

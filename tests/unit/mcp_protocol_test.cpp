@@ -4,6 +4,7 @@
 // notification, nothing; it never throws and never stops serving.
 #include <gtest/gtest.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "cli/commands.hpp"

@@ -78,6 +78,17 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
   EXPECT_EQ(out["query"]["isError"], false);
   EXPECT_EQ(out["query"]["result"]["columns"], json::array({"n"}));
   EXPECT_EQ(out["query"]["result"]["rows"], json::array({json::array({6000})}));
+  // Columns of one name each keep their value (rows are arrays in column order).
+  const json& dup = out["duplicate_columns"];
+  EXPECT_EQ(dup["isError"], false);
+  EXPECT_EQ(dup["result"]["columns"], json::array({"a", "a", "pid", "pid"}));
+  ASSERT_EQ(dup["result"]["rows"].size(), 1u) << dup.dump();
+  const json& row = dup["result"]["rows"][0];
+  ASSERT_EQ(row.size(), 4u) << row.dump();
+  EXPECT_EQ(row[0], 1);
+  EXPECT_EQ(row[1], 2);
+  EXPECT_TRUE(row[2].is_number_integer()) << row.dump();
+  EXPECT_EQ(row[3], row[2]);
   EXPECT_EQ(out["bad_sql"]["isError"], true);
   EXPECT_EQ(out["bad_sql"]["text"], "SQL error: near \"SELEC\": syntax error");
   // The SDK asks for 2025-11-25: a wrong argument is a tool error there (SEP-1303).

@@ -11,6 +11,7 @@
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
 #include "export/audit_render.hpp"
+#include "mcp/capped_rows.hpp"
 #include "mcp_client.hpp"
 #include "store_fixture.hpp"
 
@@ -128,6 +129,29 @@ TEST_F(McpTools, QueryReturnsTypedRows) {
   // The shipped views are there, as in gpuwhy query.
   EXPECT_EQ(client_.ok("query", {{"sql", "SELECT sum(calls) FROM v_op_totals"}})["rows"][0][0],
             7500);
+}
+
+// Two columns of one name (a join's two pids) both come back: the query tool's rows are arrays in
+// column order, and rows as objects (the listing tools) get gpuwhy query --json's unique keys.
+TEST_F(McpTools, ColumnsOfTheSameNameKeepEveryValue) {
+  const json r = client_.ok("query", {{"sql", "SELECT 1 AS a, 2 AS a"}});
+  EXPECT_EQ(r["columns"], json::array({"a", "a"}));
+  EXPECT_EQ(r["rows"], json::array({json::array({1, 2})}));
+
+  auto file = store::TraceFile::open(db_);
+  ASSERT_TRUE(file) << file.error().line();
+  const char* join =
+      "SELECT p.pid, t.pid, t.tid, 7 AS pid_2 FROM processes AS p JOIN threads AS t "
+      "ON t.pid = p.pid WHERE p.pid = 7001";
+  auto rows = mcp::capped_rows(**file, join, {.max_rows = 5, .as_objects = true});
+  ASSERT_TRUE(rows) << rows.error().line();
+  ASSERT_EQ(rows->rows.size(), 1u);
+  const auto& row = rows->rows[0];
+  EXPECT_EQ(row.size(), 4u) << row.dump();  // none overwritten
+  EXPECT_EQ(row.at("pid"), 7001);
+  EXPECT_EQ(row.at("pid_2"), 7001);
+  EXPECT_EQ(row.at("tid"), 7001);
+  EXPECT_EQ(row.at("pid_2_2"), 7);  // a column already named like the renamed one
 }
 
 TEST_F(McpTools, QueryStopsAtItsRowCapAndSaysSo) {

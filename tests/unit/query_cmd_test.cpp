@@ -3,6 +3,7 @@
 // for an incomplete trace. Runs the real subcommand on a CLI11 app and captures its output.
 #include <gtest/gtest.h>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"

@@ -105,8 +105,9 @@ TEST_F(DebPackage, ShipsBinaryManPageCompletionsUnitAndDocs) {
   std::string line;
   while (std::getline(lines, line)) {
     EXPECT_NE(line.find(" root/root "), std::string::npos) << line;
-    if (line.ends_with("./usr/bin/gpuwhy") || line.ends_with("/prune-traces"))
+    if (line.ends_with("./usr/bin/gpuwhy") || line.ends_with("/prune-traces")) {
       EXPECT_EQ(line.rfind("-rwxr-xr-x", 0), 0u) << line;
+    }
   }
 }
 

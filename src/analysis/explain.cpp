@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "analysis/parallel.hpp"
@@ -140,6 +141,30 @@ void causes_before_their_drops(std::vector<Chain>& kept) {
                 kept.begin() + static_cast<std::ptrdiff_t>(cause) + 1);
   }
 }
+
+// A launch-rate drop is a symptom: its time is some cause's time, seen from the rate's side, and
+// its estimate (the rate's fall over the rest of the span) is not drawn from the thread's budget.
+// It keeps what the thread's other chains left of its span, so one thread's chains never add up
+// to more than its span, even when the drop's cause has a chain of its own (a straggler's wait
+// that starts at the drop, a contention chain naming the same culprit).
+namespace {
+void drops_take_what_is_left(std::vector<Chain>& chains) {
+  std::map<std::pair<uint32_t, uint32_t>, double> claimed;  // share of the thread's span
+  for (const Chain& c : chains)
+    if (c.kind != "rate_drop") claimed[{c.process.pid, c.thread.tid}] += c.share();
+  for (Chain& c : chains) {
+    if (c.kind != "rate_drop") continue;
+    const double left = std::max(0.0, 1.0 - claimed[{c.process.pid, c.thread.tid}]);
+    const auto cap = static_cast<int64_t>(left * static_cast<double>(c.span_ns));
+    if (c.lost_ns <= cap) continue;
+    c.evidence.push_back({"its other chains account for " + fmt_percent(1.0 - left) +
+                          " of the thread's time: the drop is counted for the " +
+                          fmt_duration(cap) + " they leave, not the " + fmt_duration(c.lost_ns) +
+                          " the rate's fall alone would give"});
+    c.lost_ns = cap;
+  }
+}
+}  // namespace
 
 // Severity weighs the share of the victim's span and the time lost in the whole window: 1.3 ms
 // lost in a thread that was active for 2 ms is 65% of its span but nothing worth a HIGH.
@@ -343,6 +368,7 @@ Report analyze(TraceRows rows, const Thresholds& th) {
   std::vector<Chain> found = run_detectors(ctx);
   // GPU-idle time is what is left of the budgets once every other chain has drawn its share.
   detect_gpu_idle(ctx, found);
+  drops_take_what_is_left(found);
   r.chains = rank_chains(std::move(found), th, rows.window.duration());
   r.budgets = budget_reports(ctx, r.chains);
   timer.lap("detectors");

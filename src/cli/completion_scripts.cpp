@@ -6,7 +6,7 @@
 namespace gpuwhy::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
+std::string joined(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
   return out;
@@ -23,7 +23,7 @@ std::string option_words(const CommandSpec& c, const CommandSpec* root = nullptr
         if (std::find(words.begin(), words.end(), n) == words.end()) words.push_back(n);
     }
   }
-  return join(words, " ");
+  return joined(words, " ");
 }
 
 // A number (CLI11's INT, UINT, FLOAT...) has nothing to complete; any other value may be a path.
@@ -43,13 +43,13 @@ std::string bash_value_cases(const CommandSpec& c) {
   std::string out;
   for (const OptionSpec& o : c.options) {
     if (!o.takes_value()) continue;
-    out += "        " + join(o.names, "|") + ")\n";
+    out += "        " + joined(o.names, "|") + ")\n";
     if (o.choices.empty() && numeric(o)) {
       out += "          return 0 ;;\n";
     } else if (o.choices.empty()) {
       out += "          COMPREPLY=($(compgen -f -- \"$cur\")); return 0 ;;\n";
     } else {
-      out += "          _gpuwhy_complete_list \"" + join(o.choices, " ") + "\"; return 0 ;;\n";
+      out += "          _gpuwhy_complete_list \"" + joined(o.choices, " ") + "\"; return 0 ;;\n";
     }
   }
   return out;
@@ -80,7 +80,7 @@ std::string zsh_description(const std::string& s) {
 std::string zsh_option_spec(const OptionSpec& o) {
   std::string value;
   if (o.takes_value()) {
-    std::string action = !o.choices.empty() ? "(" + join(o.choices, " ") + ")"
+    std::string action = !o.choices.empty() ? "(" + joined(o.choices, " ") + ")"
                          : numeric(o)       ? " "
                                             : "_files";
     value = ":" + o.value_name + ":" + action;
@@ -90,7 +90,7 @@ std::string zsh_option_spec(const OptionSpec& o) {
   // -d/--duration: one spec per name, each excluding the other names unless repeatable.
   std::string out;
   for (size_t i = 0; i < o.names.size(); ++i) {
-    std::string exclusion = o.repeatable ? "*" : "(" + join(o.names, " ") + ")";
+    std::string exclusion = o.repeatable ? "*" : "(" + joined(o.names, " ") + ")";
     out += (i ? " " : "") + zsh_quote(exclusion + o.names[i] + desc);
   }
   return out;
@@ -126,7 +126,7 @@ std::string bash_completion(const CommandSpec& root) {
       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
       "    if [[ -z $cmd ]]; then\n"
       "      case ${COMP_WORDS[i]} in " +
-      join(names, "|") +
+      joined(names, "|") +
       ") cmd=${COMP_WORDS[i]} ;; esac\n"
       "    elif [[ ${COMP_WORDS[i]} == -- ]]; then\n"
       "      # trace -- CMD ARGS: the command to launch, then its own arguments.\n"
@@ -144,7 +144,7 @@ std::string bash_completion(const CommandSpec& root) {
       option_words(root) +
       "\"\n"
       "      else _gpuwhy_complete_list \"" +
-      join(names, " ") + "\"; fi ;;\n";
+      joined(names, " ") + "\"; fi ;;\n";
   for (const CommandSpec& c : root.subcommands) {
     out += "    " + c.name + ")\n      case $prev in\n" + bash_value_cases(c) + "      esac\n";
     out += "      if [[ $cur == -* ]]; then _gpuwhy_complete_list \"" + option_words(c, &root) +

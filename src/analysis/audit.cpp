@@ -148,13 +148,9 @@ void thread_busy(const TraceRows& rows, size_t begin, size_t end, std::pair<size
 std::map<uint32_t, BusySums> busy_by_pid(const TraceRows& rows) {
   std::map<uint32_t, BusySums> out;
   const TidRanges off = tid_ranges(rows.offcpu);
-  size_t i = 0;
-  while (i < rows.calls.size()) {
-    size_t j = i;
-    const uint32_t tid = rows.calls[i].tid;
-    while (j < rows.calls.size() && rows.calls[j].tid == tid) ++j;
-    thread_busy(rows, i, j, Joins::range(off, tid), out[rows.calls[i].pid]);
-    i = j;
+  for (const auto& [begin, end] : tid_runs(rows.calls)) {
+    const CallRow& first = rows.calls[begin];
+    thread_busy(rows, begin, end, Joins::range(off, first.tid), out[first.pid]);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include "analysis/chain.hpp"
 #include "analysis/explain.hpp"
+#include "analysis/explain_batched.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/rows.hpp"
 #include "analysis/stats.hpp"

@@ -192,8 +192,30 @@ class OffSource {
   int head_ = 0, count_ = 0;
 };
 
-Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_bytes) {
-  const ApiMeta& m = rows.api(c.api);
+// What the sweep asks of every call's API (does it queue work, does it drain the queue),
+// answered once per apis.id: a busy thread has millions of calls and a handful of APIs, and an
+// ApiMeta lookup per call per source was a tenth of the sweep.
+class ApiFlags {
+ public:
+  static constexpr uint8_t kEnqueues = 1, kDrains = 2;
+  explicit ApiFlags(const TraceRows& rows) : unknown_(of(unknown_api_meta())) {
+    flags_.resize(rows.apis.size());
+    for (size_t id = 0; id < flags_.size(); ++id)
+      flags_[id] = of(rows.api(static_cast<uint16_t>(id)));
+  }
+  uint8_t operator[](uint16_t api) const { return api < flags_.size() ? flags_[api] : unknown_; }
+
+ private:
+  static uint8_t of(const ApiMeta& m) {
+    return static_cast<uint8_t>((enqueues_work(m) ? kEnqueues : 0) |
+                                (drains_queue(m) ? kDrains : 0));
+  }
+  std::vector<uint8_t> flags_;
+  uint8_t unknown_;
+};
+
+Bucket call_bucket(const TraceRows& rows, const ApiFlags& flags, const CallRow& c,
+                   uint64_t small_copy_bytes) {
   switch (c.cat) {
     case Category::Alloc:
     case Category::Free:
@@ -206,7 +228,7 @@ Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_
     default:
       break;
   }
-  return drains_queue(m) ? Bucket::GpuWait : Bucket::ApiOverhead;
+  return flags[c.api] & ApiFlags::kDrains ? Bucket::GpuWait : Bucket::ApiOverhead;
 }
 
 // The thread's outermost calls (a runtime call's own driver call is inside it) as pieces,
@@ -214,9 +236,10 @@ Bucket call_bucket(const TraceRows& rows, const CallRow& c, uint64_t small_copy_
 // first cost more than the sweep.
 class CallSource {
  public:
-  CallSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+  CallSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
              uint64_t small_copy_bytes)
       : rows_(&rows),
+        flags_(&flags),
         j_(&j),
         i_(t.call_begin),
         end_(t.call_end),
@@ -232,7 +255,7 @@ class CallSource {
       const int64_t s = std::max(c.ts, last_end_);
       const int64_t e = std::min(c.end(), last_ns_);
       if (e <= s) continue;
-      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, c, small_copy_)};
+      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, *flags_, c, small_copy_)};
       last_end_ = e;
       return true;
     }
@@ -241,6 +264,7 @@ class CallSource {
 
  private:
   const TraceRows* rows_;
+  const ApiFlags* flags_;
   const Joins* j_;
   size_t i_, end_;
   int64_t last_ns_, last_end_;
@@ -249,25 +273,30 @@ class CallSource {
 
 class CallCursor : public Walker<CallSource> {
  public:
-  CallCursor(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
+  CallCursor(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
              uint64_t small_copy_bytes)
-      : Walker<CallSource>(CallSource(rows, j, t, small_copy_bytes)) {}
+      : Walker<CallSource>(CallSource(rows, flags, j, t, small_copy_bytes)) {}
 };
 
 // The times the thread had no GPU work queued: from the end of a call that drained its queue
 // to the start of the next call that queued work. Made as the sweep asks, like the calls.
 class IdleSource {
  public:
-  IdleSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t)
-      : rows_(&rows), j_(&j), i_(t.call_begin), end_(t.call_end), last_ns_(t.last_ns) {}
+  IdleSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t)
+      : rows_(&rows),
+        flags_(&flags),
+        j_(&j),
+        i_(t.call_begin),
+        end_(t.call_end),
+        last_ns_(t.last_ns) {}
   bool next(Piece& p) {
     while (i_ < end_) {
       const size_t i = i_++;
       if (j_->nested[i]) continue;
       const CallRow& c = rows_->calls[i];
-      const ApiMeta& m = rows_->api(c.api);
+      const uint8_t f = (*flags_)[c.api];
       bool made = false;
-      if (idle_from_ >= 0 && enqueues_work(m)) {
+      if (idle_from_ >= 0 && (f & ApiFlags::kEnqueues)) {
         // A drain that ended inside a later call (overlapping calls) makes no piece.
         if (c.ts > idle_from_) {
           p = {idle_from_, std::min(c.ts, last_ns_), 0};
@@ -275,7 +304,7 @@ class IdleSource {
         }
         idle_from_ = -1;
       }
-      if (drains_queue(m) && idle_from_ < 0) idle_from_ = c.end();
+      if ((f & ApiFlags::kDrains) && idle_from_ < 0) idle_from_ = c.end();
       if (made) return true;
     }
     if (idle_from_ >= 0 && idle_from_ < last_ns_) {  // idle from the last drain to the end
@@ -288,6 +317,7 @@ class IdleSource {
 
  private:
   const TraceRows* rows_;
+  const ApiFlags* flags_;
   const Joins* j_;
   size_t i_, end_;
   int64_t last_ns_;
@@ -313,11 +343,12 @@ struct TaskTally {
 
 class ThreadBudgeter {
  public:
-  ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
-                 const std::unordered_set<uint32_t>& gpu_tids,
+  ThreadBudgeter(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
+                 const SyscallKinds& kinds, const std::unordered_set<uint32_t>& gpu_tids,
                  const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
                  uint64_t small_copy_bytes)
       : rows_(rows),
+        flags_(flags),
         holders_(holders),
         j_(j),
         kinds_(kinds),
@@ -342,8 +373,8 @@ class ThreadBudgeter {
         pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
     runq_guess(off_rows);
 
-    CallCursor cc(rows_, j_, t, small_copy_);
-    IdleCursor ic(IdleSource(rows_, j_, t));
+    CallCursor cc(rows_, flags_, j_, t, small_copy_);
+    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys), rc(rec);
     uint32_t last_off = UINT32_MAX;
@@ -363,8 +394,9 @@ class ThreadBudgeter {
           ic.seek(at);
           const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
           const bool gap = ic.cur() != nullptr;
-          add(b, classify(b, cc.cur(), nullptr, nullptr, nullptr, to - at, false, gap), to - at,
-              gap);
+          // classify() with nothing off the CPU: the call's bucket, else host work or refill.
+          const Bucket bk = cc.cur() ? cc.cur()->call : gap ? Bucket::RefillGap : Bucket::HostWork;
+          add(b, bk, to - at, gap);
           at = to;
         }
         continue;
@@ -487,8 +519,8 @@ class ThreadBudgeter {
   // in to I/O or a slow syscall: an estimate, like every sampled figure.
   void lone_samples(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
                     const std::vector<Piece>& sys) {
-    CallCursor cc(rows_, j_, t, small_copy_);
-    IdleCursor ic(IdleSource(rows_, j_, t));
+    CallCursor cc(rows_, flags_, j_, t, small_copy_);
+    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys);
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
@@ -516,10 +548,9 @@ class ThreadBudgeter {
   // With the CPU's run segments recorded, runnable time goes to whoever really ran on the CPU
   // the thread waited for, by time (cpu_holders.hpp); the idle task's share is wake-up latency,
   // and what no segment covers falls back to the preemptor / the last holder.
-  void exact_holders(ThreadBudget& b, const ThreadSummary& t,
-                     std::pair<size_t, size_t> off_rows) {
+  void exact_holders(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows) {
     std::vector<HolderTime> hs;
-    IdleCursor ic(IdleSource(rows_, j_, t));
+    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
     OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
     const size_t runnable = static_cast<size_t>(Bucket::Runnable);
     const size_t latency = static_cast<size_t>(Bucket::WakeLatency);
@@ -615,6 +646,7 @@ class ThreadBudgeter {
   }
 
   const TraceRows& rows_;
+  const ApiFlags& flags_;
   const CpuHolders& holders_;
   const Joins& j_;
   const SyscallKinds& kinds_;
@@ -724,6 +756,7 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
                                           uint64_t small_copy_bytes) {
   const SyscallKinds kinds = syscall_kinds(rows);
   const CpuHolders holders(rows);
+  const ApiFlags flags(rows);
   std::unordered_set<uint32_t> gpu_tids;
   for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
   // Decided once per name, not per wake-up: the names are few, the wake-ups millions.
@@ -732,7 +765,7 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
     if (!comm.empty() && !is_kernel_task(comm)) user_comms.insert(id);
   std::vector<ThreadBudget> out(joins.threads.size());
   parallel_for(joins.threads.size(), [&](size_t k) {
-    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, small_copy_bytes);
+    ThreadBudgeter b(rows, flags, joins, kinds, gpu_tids, user_comms, holders, small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

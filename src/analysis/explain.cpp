@@ -39,6 +39,8 @@ TraceInfo trace_info(const TraceRows& rows, const Joins& joins) {
   return t;
 }
 
+}  // namespace
+
 std::string verdict_for(const Report& r) {
   if (!r.chains.empty() && r.chains.front().severity != Severity::Low) {
     const Chain& c = r.chains.front();
@@ -52,6 +54,8 @@ std::string verdict_for(const Report& r) {
   return "CLEAN: nothing costs more than " + fmt_percent(0.05) + " of wall time" + seen +
          "; minor findings below";
 }
+
+namespace {
 
 std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<Chain>& chains) {
   std::set<uint32_t> named;
@@ -207,6 +211,10 @@ std::string family_evidence(std::string_view family) {
 }
 
 std::vector<Caveat> caveats_for(const TraceRows& rows) {
+  return caveats_for(rows, !rows.offcpu.empty());
+}
+
+std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
   std::vector<Caveat> out;
   uint64_t lost = 0, late = 0;
   std::string parts, late_parts;
@@ -230,16 +238,20 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                                       "): counts and times are lower bounds"});
   }
   if (late > 0) {
-    out.push_back({"startup_gaps", fmt_count(late) + " processes may have made GPU calls before "
-                                       "their runtime was probed (" + late_parts +
+    out.push_back({"startup_gaps", fmt_count(late) +
+                                       " processes may have made GPU calls before "
+                                       "their runtime was probed (" +
+                                       late_parts +
                                        "; table startup_gaps names them): their first calls "
                                        "may be missing"});
   }
   if (py_gaps > 0)
-    out.push_back({"python_gaps", fmt_count(py_gaps) + " Python stacks or frames could not be "
-                                  "named (the process ended or a code object was freed before it "
-                                  "was read, or its memory could not be read): those calls have "
-                                  "no Python line"});
+    out.push_back(
+        {"python_gaps", fmt_count(py_gaps) +
+                            " Python stacks or frames could not be "
+                            "named (the process ended or a code object was freed before it "
+                            "was read, or its memory could not be read): those calls have "
+                            "no Python line"});
   for (const PyProcessGap& g : rows.python_unsupported)
     out.push_back({"python_unsupported", "process " + std::to_string(g.pid) + " runs Python " +
                                              (g.version.empty() ? "?" : g.version) + " (" +
@@ -284,13 +296,15 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                " from " + fmt_rel(d.ts_min - w.trace_start_ns) + " to " +
                fmt_rel(d.end_max - w.trace_start_ns);
     }
-    if (rows.damaged.size() > 5) parts += "; and " + std::to_string(rows.damaged.size() - 5) + " more";
-    out.push_back({"damaged", std::to_string(rows.damaged.size()) +
-                                  (rows.damaged.size() == 1 ? " stored chunk is" : " stored chunks are") +
-                                  " damaged (checksum mismatch or bad encoding) and were skipped: " +
-                                  parts + "; the events there are missing from this report"});
+    if (rows.damaged.size() > 5)
+      parts += "; and " + std::to_string(rows.damaged.size() - 5) + " more";
+    out.push_back(
+        {"damaged", std::to_string(rows.damaged.size()) +
+                        (rows.damaged.size() == 1 ? " stored chunk is" : " stored chunks are") +
+                        " damaged (checksum mismatch or bad encoding) and were skipped: " + parts +
+                        "; the events there are missing from this report"});
   }
-  if (rows.offcpu.empty()) {
+  if (!has_offcpu) {
     out.push_back({"no_sched",
                    "no scheduler data for the GPU threads: preemption, lock waits "
                    "and sleeps cannot be seen"});
@@ -321,14 +335,14 @@ std::vector<Caveat> caveats_for(const TraceRows& rows) {
                          "records every slow syscall, at a cost to every syscall on the host)"});
       continue;
     }
-    out.push_back({"family_" + f.state,
-                   "no " + family_evidence(f.family) + " in this trace: the " + f.family +
-                       " probes were " + (f.state != "off"      ? "not attached (" + f.detail + ")"
-                                           : f.detail.empty() ? std::string("left out")
-                                                              : f.detail) +
-                       (f.family == "syscalls" ? "; lock waits and I/O are named by their wakers only"
-                                               : "") +
-                       "; their absence is not evidence"});
+    out.push_back(
+        {"family_" + f.state,
+         "no " + family_evidence(f.family) + " in this trace: the " + f.family + " probes were " +
+             (f.state != "off"   ? "not attached (" + f.detail + ")"
+              : f.detail.empty() ? std::string("left out")
+                                 : f.detail) +
+             (f.family == "syscalls" ? "; lock waits and I/O are named by their wakers only" : "") +
+             "; their absence is not evidence"});
   }
   if (rows.aged_out.recorder && rows.aged_out.window_start_ns > 0) {
     // Aged-out events were dropped on purpose (trace --keep / --max-size), not lost.

@@ -43,17 +43,17 @@ struct Caveat {
 // One thread's time budget as the report shows it (names resolved; times relative or ns).
 struct BudgetLine {
   Bucket bucket = Bucket::Unexplained;
-  int64_t ns = 0, idle_ns = 0;  // idle_ns: the part while it had no GPU work queued
-  std::vector<std::pair<Task, int64_t>> tasks;           // holders / wakers, most first (top 3)
+  int64_t ns = 0, idle_ns = 0;                  // idle_ns: the part while it had no GPU work queued
+  std::vector<std::pair<Task, int64_t>> tasks;  // holders / wakers, most first (top 3)
   std::vector<std::pair<std::string, int64_t>> syscalls;  // what it slept in, most first (top 3)
 };
 struct BudgetReport {
   Task process, thread;
   int64_t first_ns = 0;  // relative to the trace start
   int64_t span_ns = 0;
-  int64_t idle_ns = 0;        // no GPU work queued by it
-  bool exact_holders = false;  // CPU holders from recorded run segments
-  bool in_chain = false;       // a chain names this thread
+  int64_t idle_ns = 0;            // no GPU work queued by it
+  bool exact_holders = false;     // CPU holders from recorded run segments
+  bool in_chain = false;          // a chain names this thread
   std::vector<BudgetLine> lines;  // non-empty buckets, most time first; they add up to span_ns
 };
 
@@ -82,5 +82,9 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th,
                                int64_t window_ns = 0);
 Severity grade_chain(const Chain& c, const Thresholds& th, int64_t window_ns);
 std::vector<Caveat> caveats_for(const TraceRows& rows);
+// The same, for rows whose off-CPU intervals were loaded elsewhere (batches of one analysis).
+std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu);
+// The report's first line, from its chains and trace info.
+std::string verdict_for(const Report& r);
 
 }  // namespace gpuwhy::analysis

@@ -87,17 +87,20 @@ struct PartRows {
 // is read in (tid, ts_min) order, so the result comes out sorted by (tid, ts) whenever a thread's
 // chunks do not overlap in time (the usual case), and prepare_rows' sort finds nothing to do.
 // `part_start`, when given, receives where each part's rows begin in `out`.
+// `only`: an SQL condition on the chunk's columns (a batch's "pid IN (...)"), or empty: chunks
+// it rules out are never read, let alone decoded.
 template <class Row, class Fn>
 Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t from, int64_t to,
                    Keep keep, Fn each, std::vector<Row>& out,
-                   std::vector<size_t>* part_start = nullptr) {
+                   std::vector<size_t>* part_start = nullptr, const std::string& only = {}) {
   const std::string chunks = table.chunks();
-  const std::string where = " WHERE end_max >= ?1 AND ts_min < ?2";
+  const std::string where =
+      " WHERE end_max >= ?1 AND ts_min < ?2" + (only.empty() ? std::string() : " AND " + only);
   std::vector<std::pair<int64_t, int64_t>> per_tid;  // (tid, rows) ascending by tid
   int64_t total = 0;
   Status st = each_row(
-      pool.connection(0), "SELECT tid, sum(rows) FROM " + chunks + where + " GROUP BY tid ORDER BY tid",
-      chunks,
+      pool.connection(0),
+      "SELECT tid, sum(rows) FROM " + chunks + where + " GROUP BY tid ORDER BY tid", chunks,
       [&](Query& q) {
         per_tid.emplace_back(q.i64(0), q.i64(1));
         total += q.i64(1);
@@ -153,10 +156,10 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
         continue;
       }
       if (c.rows != q.i64(1)) {  // the parts were sized from the rows column
-        status[k] = Error{"corrupt event chunk in the trace file: " + chunks + " says " +
-                              std::to_string(q.i64(1)) + " rows, its data holds " +
-                              std::to_string(c.rows),
-                          "the file was damaged (copy it again, or re-record the trace)"};
+        status[k] =
+            Error{"corrupt event chunk in the trace file: " + chunks + " says " +
+                      std::to_string(q.i64(1)) + " rows, its data holds " + std::to_string(c.rows),
+                  "the file was damaged (copy it again, or re-record the trace)"};
         return;
       }
       // A live trace changes between the count above and this read (a chunk committed since,
@@ -200,8 +203,7 @@ class PendingExt {
   }
   // Moves them to rows.call_ext and points each of `calls` (placed by scan_chunks at
   // `part_start`) at its own.
-  void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start,
-              TraceRows& rows) {
+  void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start, TraceRows& rows) {
     size_t total = rows.call_ext.size();
     for (const auto& part : parts_) total += part.size();
     rows.call_ext.reserve(total);  // grown once: doubling faulted in and copied it twice over
@@ -237,14 +239,12 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
   // threads.cpus_allowed came with ABI 5: an older file's statement fails, and goes without.
   for (const char* cpus : {"coalesce(cpus_allowed, 0)", "0"}) {
     rows.threads.clear();
-    st = each_row(db,
-                  std::string("SELECT pid, tid, comm, ") + cpus +
-                      " FROM threads ORDER BY first_seen_ns",
-                  "threads", [&](Query& q) {
-                    rows.threads.push_back({static_cast<uint32_t>(q.i64(0)),
-                                            static_cast<uint32_t>(q.i64(1)), q.text(2),
-                                            static_cast<uint32_t>(q.i64(3))});
-                  });
+    st = each_row(
+        db, std::string("SELECT pid, tid, comm, ") + cpus + " FROM threads ORDER BY first_seen_ns",
+        "threads", [&](Query& q) {
+          rows.threads.push_back({static_cast<uint32_t>(q.i64(0)), static_cast<uint32_t>(q.i64(1)),
+                                  q.text(2), static_cast<uint32_t>(q.i64(3))});
+        });
     if (st) break;
   }
   if (!st) return st;
@@ -297,8 +297,8 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                   "SELECT pid, interpreter, coalesce(version, ''), coalesce(detail, '') "
                   "FROM python_processes WHERE supported = 0 ORDER BY pid",
                   "python_processes", [&](Query& q) {
-                    rows.python_unsupported.push_back({static_cast<uint32_t>(q.i64(0)), q.text(1),
-                                                       q.text(2), q.text(3)});
+                    rows.python_unsupported.push_back(
+                        {static_cast<uint32_t>(q.i64(0)), q.text(1), q.text(2), q.text(3)});
                   });
     if (!st) return st;
   }
@@ -315,16 +315,17 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
 
 std::string pid_list(sqlite3* db) {
   std::string out;
-  (void)each_row(db,
-                 "SELECT c.pid, (SELECT comm FROM processes p WHERE p.pid = c.pid "
-                 "ORDER BY start_ns DESC LIMIT 1) FROM (SELECT DISTINCT pid FROM api_calls_chunks) c "
-                 "ORDER BY c.pid LIMIT 20",
-                 "pids", [&](Query& q) {
-                   if (!out.empty()) out += ", ";
-                   out += std::to_string(q.i64(0));
-                   const std::string comm = q.text(1);
-                   if (!comm.empty()) out += " (" + comm + ")";
-                 });
+  (void)each_row(
+      db,
+      "SELECT c.pid, (SELECT comm FROM processes p WHERE p.pid = c.pid "
+      "ORDER BY start_ns DESC LIMIT 1) FROM (SELECT DISTINCT pid FROM api_calls_chunks) c "
+      "ORDER BY c.pid LIMIT 20",
+      "pids", [&](Query& q) {
+        if (!out.empty()) out += ", ";
+        out += std::to_string(q.i64(0));
+        const std::string comm = q.text(1);
+        if (!comm.empty()) out += " (" + comm + ")";
+      });
   return out;
 }
 
@@ -432,6 +433,12 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   if (st = load_lookups(db, rows); !st) return st.error();
 
   const std::unordered_set<uint32_t> wanted(opt.pids.begin(), opt.pids.end());
+  // The chunks of other processes are not read at all: a batch's (explain_batched.hpp), or those
+  // outside --pid.
+  const std::vector<uint32_t>& only_pids = opt.batch.empty() ? opt.pids : opt.batch;
+  std::string only;
+  for (uint32_t pid : only_pids) only += (only.empty() ? "pid IN (" : ", ") + std::to_string(pid);
+  if (!only.empty()) only += ")";
   for (uint32_t pid : opt.pids) {
     if (!pid_in_trace(db, pid)) {
       const std::string list = pid_list(db);
@@ -470,10 +477,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const Category cat = rows.api(c.api).cat;
     // A communicator's set-up keeps its rank and size where a copy keeps its address and bytes.
     const bool init = cat == Category::Init;
-    CallExt e = make_call_ext(
-        cat, static_cast<uint64_t>(k.value(init ? c_nranks : c_bytes, r)),
-        static_cast<uint64_t>(k.value(init ? c_peer : c_addr, r)),
-        static_cast<uint64_t>(k.value(c_addr2, r)), static_cast<int32_t>(k.value(c_ret, r)));
+    CallExt e = make_call_ext(cat, static_cast<uint64_t>(k.value(init ? c_nranks : c_bytes, r)),
+                              static_cast<uint64_t>(k.value(init ? c_peer : c_addr, r)),
+                              static_cast<uint64_t>(k.value(c_addr2, r)),
+                              static_cast<int32_t>(k.value(c_ret, r)));
     if (!k.is_null(c_stack, r)) e.stack_id = static_cast<int32_t>(k.value(c_stack, r));
     if (!k.is_null(c_py, r)) e.pystack_id = static_cast<int32_t>(k.value(c_py, r));
     if (!e.empty()) pending.add(out, e);
@@ -489,7 +496,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.value(c_pid, r)))) return;
         keep_call(k, r, out, window_ext);
       },
-      rows.calls, &part_start);
+      rows.calls, &part_start, only);
   if (!st) return st.error();
   window_ext.attach(rows.calls, part_start, rows);
   // Calls of Python processes made before the probes had the interpreter's layout: no line.
@@ -514,12 +521,16 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     if (i == 0 || c.pid != rows.calls[i - 1].pid) gpu_pids.insert(c.pid);
     if (memory_api(c.api)) window_memory.push_back(c);
   }
-  for (uint32_t pid : opt.pids) {
+  for (uint32_t pid : opt.batch.empty() ? opt.pids : std::vector<uint32_t>{}) {
     if (!gpu_pids.count(pid)) {
       return Error{"pid " + std::to_string(pid) + " made no GPU API call in the window " +
                        window_text(rows.window),
                    "widen the window (--since/--from/--to) or drop --pid", 2};
     }
+  }
+  if (rows.calls.empty() && !opt.batch.empty()) {
+    prepare_rows(rows);
+    return rows;
   }
   if (rows.calls.empty()) {
     const std::string list = pid_list(db);
@@ -544,7 +555,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           return;
         keep_call(k, r, out, early_ext);
       },
-      rows.memory_calls, &part_start);
+      rows.memory_calls, &part_start, only);
   if (!st) return st.error();
   early_ext.attach(rows.memory_calls, part_start, rows);
   rows.memory_calls.insert(rows.memory_calls.end(), window_memory.begin(), window_memory.end());
@@ -604,7 +615,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         }
         out.push_back(o);
       },
-      rows.offcpu);
+      rows.offcpu, nullptr, only);
   if (!st) return st.error();
   timer.lap("offcpu");
   const Columns sc{store::find_chunked_table("syscalls")};
@@ -619,7 +630,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                        static_cast<uint32_t>(k.value(s_tid, r)),
                        static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r)});
       },
-      rows.syscalls);
+      rows.syscalls, nullptr, only);
   if (!st) return st.error();
   const Columns bc{store::find_chunked_table("block_io")};
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
@@ -629,13 +640,12 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
         if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
-        out.push_back({k.value(b_ts, r), k.value(b_dur, r), pid,
-                       static_cast<uint32_t>(k.value(b_tid, r)),
-                       static_cast<uint64_t>(k.value(b_bytes, r)),
-                       static_cast<uint32_t>(k.value(b_op, r)),
-                       static_cast<uint32_t>(k.value(b_dev, r))});
+        out.push_back(
+            {k.value(b_ts, r), k.value(b_dur, r), pid, static_cast<uint32_t>(k.value(b_tid, r)),
+             static_cast<uint64_t>(k.value(b_bytes, r)), static_cast<uint32_t>(k.value(b_op, r)),
+             static_cast<uint32_t>(k.value(b_dev, r))});
       },
-      rows.block_io);
+      rows.block_io, nullptr, only);
   if (!st) return st.error();
   const Columns rc{store::find_chunked_table("reclaim")};
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
@@ -649,7 +659,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                        static_cast<uint32_t>(k.value(r_tid, r)),
                        static_cast<uint64_t>(k.value(r_n, r))});
       },
-      rows.reclaim);
+      rows.reclaim, nullptr, only);
   if (!st) return st.error();
   if (has_table(db, "cpu_samples_chunks")) {
     const Columns cc{store::find_chunked_table("cpu_samples")};
@@ -721,7 +731,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                          static_cast<uint16_t>(k.value(m_from, r)),
                          static_cast<uint16_t>(k.value(m_to, r))});
         },
-        rows.wait_migrations);
+        rows.wait_migrations, nullptr, only);
     if (!st) return st.error();
   }
   // Retransmits are a host-wide signal (often from softirq context, pid 0): keep them all.

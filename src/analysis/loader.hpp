@@ -21,6 +21,9 @@ namespace gpuwhy::analysis {
 struct LoadOptions {
   WindowRequest window;        // empty: the whole trace
   std::vector<uint32_t> pids;  // empty: every process that made GPU API calls
+  // One batch of a batched analysis (explain_batched.hpp): only these processes' rows are read,
+  // and a batch without calls in the window is no error (its rows come back empty).
+  std::vector<uint32_t> batch;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

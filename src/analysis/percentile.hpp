@@ -49,6 +49,13 @@ class DurHistogram {
     return b > 0 ? INT64_MAX : INT64_MIN;
   }
   void add(const DurHistogram& other);
+  // The smallest value bucket b holds: every value in it is at most 1/128 (0.8%) above it.
+  static int64_t bucket_floor(size_t b) {
+    if (b == 0) return -1;
+    if (b <= 256) return static_cast<int64_t>(b) - 1;
+    const size_t e = 8 + (b - 257) / 128, m = (b - 257) % 128;
+    return static_cast<int64_t>((uint64_t{1} << e) + (uint64_t{m} << (e - 7)));
+  }
   uint64_t count() const { return count_; }
   int64_t total() const { return total_; }
   int64_t max() const { return max_; }

@@ -99,7 +99,9 @@ struct PlannedOp {
 
 // Plans the operations of `scope` (indexes into `threads`) and marks the buckets its
 // percentiles fall in as wanted by each of its threads.
-std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const size_t> scope) {
+// `hists`, when given, receives each operation's histogram over the scope (Stats::op_hists).
+std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const size_t> scope,
+                                std::vector<std::pair<uint16_t, DurHistogram>>* hists = nullptr) {
   std::map<uint16_t, std::vector<OpAcc*>> by_api;
   for (size_t k : scope)
     for (OpAcc& a : threads[k].ops) by_api[a.api].push_back(&a);
@@ -109,6 +111,7 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
     if (parts.size() > 1)
       for (const OpAcc* a : parts) sum.add(a->hist);
     const DurHistogram& h = parts.size() > 1 ? sum : parts.front()->hist;
+    if (hists) hists->emplace_back(api, h);
     PlannedOp op;
     op.api = api;
     op.dur.count = h.count();
@@ -127,12 +130,22 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
   return out;
 }
 
+}  // namespace
+
 // Most total time first; ties by name, so the order never depends on the input's.
 void sort_ops(std::vector<OpStats>& ops) {
   std::sort(ops.begin(), ops.end(), [](const OpStats& a, const OpStats& b) {
     return a.dur.total_ns != b.dur.total_ns ? a.dur.total_ns > b.dur.total_ns : a.name < b.name;
   });
 }
+
+void sort_processes(std::vector<ProcessStats>& processes) {
+  std::sort(processes.begin(), processes.end(), [](const ProcessStats& a, const ProcessStats& b) {
+    return a.calls != b.calls ? a.calls > b.calls : a.pid < b.pid;
+  });
+}
+
+namespace {
 
 // The scope's operations once the second pass kept the wanted durations: each percentile is
 // selected among its bucket's durations, gathered from the scope's threads.
@@ -326,7 +339,7 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
   for (size_t k = 0; k < nt; ++k) thread_plan[k] = plan_ops(ops, std::span(&all[k], 1));
   std::map<uint32_t, std::vector<PlannedOp>> process_plan;
   for (const auto& [pid, ks] : threads_of) process_plan[pid] = plan_ops(ops, ks);
-  std::vector<PlannedOp> trace_plan = plan_ops(ops, all);
+  std::vector<PlannedOp> trace_plan = plan_ops(ops, all, &st.op_hists);
   parallel_for(nt, [&](size_t k) { keep_wanted(rows, joins.threads[k], ops[k]); });
 
   std::map<uint32_t, ProcessStats> procs;
@@ -362,10 +375,7 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
     p.ops = finish_ops(rows, ops, threads_of[pid], process_plan[pid]);
     st.processes.push_back(std::move(p));
   }
-  std::sort(st.processes.begin(), st.processes.end(),
-            [](const ProcessStats& a, const ProcessStats& b) {
-              return a.calls != b.calls ? a.calls > b.calls : a.pid < b.pid;
-            });
+  sort_processes(st.processes);
   st.ops = finish_ops(rows, ops, all, trace_plan);
   // Launch rate per process, over the process's active span.
   st.rates.resize(st.processes.size());

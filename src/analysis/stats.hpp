@@ -19,8 +19,8 @@ struct OpStats {
   std::string name;
   Category cat = kUnknownCategory;
   DurStats dur;
-  uint64_t errors = 0;  // calls that returned non-zero
-  uint64_t bytes = 0;   // copies, memsets, allocations, collectives
+  uint64_t errors = 0;      // calls that returned non-zero
+  uint64_t bytes = 0;       // copies, memsets, allocations, collectives
   bool entry_only = false;  // recorded at entry only (trace --entry-only): `dur` is meaningless
 };
 
@@ -70,10 +70,18 @@ struct RateSeries {
 
 struct Stats {
   uint64_t calls = 0;
-  std::vector<OpStats> ops;             // whole window, most total time first
+  std::vector<OpStats> ops;  // whole window, most total time first
+  // Per API (ascending), the histogram behind `ops`: batches of one analysis add theirs up
+  // (explain_batched.hpp). Not shown.
+  std::vector<std::pair<uint16_t, DurHistogram>> op_hists;
   std::vector<ProcessStats> processes;  // most calls first
   std::vector<RateSeries> rates;        // one per process with enough events
 };
+
+// The orders Stats keeps: operations by total time (ties by name), processes by calls (ties by
+// pid).
+void sort_ops(std::vector<OpStats>& ops);
+void sort_processes(std::vector<ProcessStats>& processes);
 
 // `min_drop`: the fall of the launch rate reported as a drop (Thresholds::rate_drop).
 Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop = 0.30);

@@ -27,6 +27,7 @@ struct ExplainFlags {
   bool json = false;
   bool per_process = false;
   std::string html;  // write the report as one HTML page to this file
+  uint64_t batch_rows = analysis::kDefaultBatchRows;
 };
 
 // The page is drawn from the JSON --json prints, plus the chains' timelines read from the file
@@ -64,13 +65,16 @@ int run_explain(const ExplainFlags& f) {
   auto file = store::TraceFile::open(f.dbs.front());
   if (!file) return fail(file.error().line(), file.error().exit_code);
   PhaseTimer timer("explain");
-  auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
-  if (!rows) return fail(rows.error().line(), rows.error().exit_code);
-  timer.lap("load");
-  if (!f.html.empty())
+  if (!f.html.empty()) {  // the page holds the audit too, which reads the rows: one batch
+    auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
+    if (!rows) return fail(rows.error().line(), rows.error().exit_code);
     return write_html(*file.value(), analysis::audit(std::move(rows.value())), f.html);
-  const analysis::Report report = analysis::analyze(std::move(rows.value()));
-  timer.lap("analyze");
+  }
+  auto analysed =
+      analysis::explain_file(*file.value(), {window.value(), f.window.pids}, f.batch_rows);
+  if (!analysed) return fail(analysed.error().line(), analysed.error().exit_code);
+  const analysis::Report& report = analysed.value();
+  timer.lap("load and analyze");
   const std::string out = f.json ? render::explain_json(report).dump(
                                        2, ' ', false, nlohmann::json::error_handler_t::replace) +
                                        "\n"
@@ -101,6 +105,13 @@ void add_explain_command(CLI::App& root, Runner& run) {
                   "timelines, per-thread split, percentiles) to this file");
   cmd->add_flag("--per-process", flags->per_process,
                 "Add the per-process / per-thread breakdown with percentiles");
+  cmd->add_option("--batch-rows", flags->batch_rows,
+                  "Analyse a window of more stored events than this a batch of whole processes "
+                  "at a time, so memory follows the batch (about 45 bytes per event) and not the "
+                  "trace; whole-window percentiles of an operation in several batches are then "
+                  "within 0.8%")
+      ->check(CLI::Range(uint64_t{1000}, uint64_t{1} << 40))
+      ->capture_default_str();
   cmd->callback([&run, flags] { run = [flags] { return run_explain(*flags); }; });
 }
 

@@ -32,10 +32,9 @@ Result<ojson> explain_report(const ServerOptions& options, const json& args) {
   if (!window) return Error{as_arguments(window.error().line())};
   auto file = open_trace(options);
   if (!file) return file.error();
-  auto rows = analysis::load_trace(*file.value(), {window.value(), pids});
-  if (!rows) return Error{as_arguments(rows.error().line())};
-  const analysis::Report report = analysis::analyze(std::move(rows.value()));
-  return render::explain_json(report);
+  auto report = analysis::explain_file(*file.value(), {window.value(), pids});
+  if (!report) return Error{as_arguments(report.error().line())};
+  return render::explain_json(report.value());
 }
 
 ToolResult run_explain(const ServerOptions& options, const json& args) {

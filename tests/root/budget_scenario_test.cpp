@@ -174,6 +174,20 @@ void check_budget_adds_up(const json& report) {
                                  << "'s chains add up to more than its span:" << kinds[tid];
 }
 
+// The same file explained a few processes at a time (explain --batch-rows, explain_batched.hpp)
+// must give the same answer: the same verdict, chains and budgets (an NCCL job's ranks share a
+// batch, so the straggler is still found).
+void check_batched_is_the_same(const std::string& db, const json& report) {
+  const RunResult p =
+      run({gpuwhy_binary(), "explain", "--db", db, "--json", "--batch-rows", "1000"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const json batched = json::parse(p.out);
+  EXPECT_EQ(batched["verdict"], report["verdict"]);
+  EXPECT_EQ(batched["chains"].dump(1), report["chains"].dump(1));
+  EXPECT_EQ(batched["budgets"].dump(1), report["budgets"].dump(1));
+  EXPECT_EQ(batched["trace"].dump(1), report["trace"].dump(1));
+}
+
 class BudgetScenarios : public ::testing::TestWithParam<BudgetScenario> {
  protected:
   void SetUp() override {
@@ -203,6 +217,7 @@ TEST_P(BudgetScenarios, ExplainMatchesTheMeasuredTruth) {
     tops.push_back(top);
     check_budget_adds_up(r.report);
     sc.check(r);
+    check_batched_is_the_same(t.db, r.report);
   }
   for (const std::string& top : tops)
     EXPECT_EQ(top, tops[0]) << "the top chain changed between runs";

@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/explain.hpp"
+#include "analysis/pinning.hpp"
 #include "analysis/rows.hpp"
 
 namespace gpuwhy::analysis {
@@ -78,6 +80,11 @@ struct Lever {
   std::string kind, title, fix;
   int64_t lost_ns = 0;
   double cost = 0;
+  // transfer_bound: what pinning the pageable host buffers returns (explain's estimate_pinning,
+  // read from the chain), and what async copies of the already pinned synchronous ones would.
+  // lost_ns is their sum, capped at the copies' time.
+  std::optional<PinningEstimate> pinning;
+  int64_t async_returns_ns = 0;
 };
 
 struct ProcessAudit {

@@ -46,6 +46,32 @@ std::string sites_text(const analysis::ProcessMemory& m) {
   return out;
 }
 
+// What pinning returns, and how it was estimated (docs/audit.md).
+std::string pinning_text(const analysis::Lever& l) {
+  const analysis::PinningEstimate& p = *l.pinning;
+  std::string out = fmt::format(
+      "        pinning returns {}: pageable copies {} less {} for the same {} at {} ({})",
+      fmt_duration(p.returns_ns), fmt_duration(p.pageable_ns), fmt_duration(p.at_pinned_ns),
+      fmt_bytes(p.pageable_bytes), analysis::fmt_bandwidth(p.pinned_bytes_per_s),
+      p.rate_observed ? "the pinned rate seen in this trace"
+                      : "assumed: no pinned copy in the trace measures the rate");
+  if (l.async_returns_ns > 0)
+    out += fmt::format("; async copies of the pinned synchronous ones {} more",
+                       fmt_duration(l.async_returns_ns));
+  return out + "\n";
+}
+
+json pinning_json(const analysis::Lever& l) {
+  const analysis::PinningEstimate& p = *l.pinning;
+  return {{"returns_ns", p.returns_ns},
+          {"pageable_ns", p.pageable_ns},
+          {"pageable_bytes", p.pageable_bytes},
+          {"at_pinned_ns", p.at_pinned_ns},
+          {"pinned_bytes_per_s", std::round(p.pinned_bytes_per_s)},
+          {"rate", p.rate_observed ? "observed" : "default"},
+          {"async_returns_ns", l.async_returns_ns}};
+}
+
 }  // namespace
 
 std::string audit_text(const analysis::AuditReport& r) {
@@ -75,6 +101,7 @@ std::string audit_text(const analysis::AuditReport& r) {
       out += fmt::format("  fix ({} back{}): {}: {}\n", fmt_duration(l.lost_ns),
                          r.price_per_gpu_hour > 0 ? ", " + money(l.cost) : std::string(), l.title,
                          l.fix);
+      if (l.pinning) out += pinning_text(l);
     }
     const analysis::ProcessMemory& m = p.memory;
     if (m.allocations == 0) {
@@ -103,6 +130,7 @@ json audit_json(const analysis::AuditReport& r) {
     for (const analysis::Lever& l : p.levers) {
       json j{{"kind", l.kind}, {"title", l.title}, {"fix", l.fix}, {"lost_ns", l.lost_ns}};
       if (r.price_per_gpu_hour > 0) j["cost"] = round6(l.cost);
+      if (l.pinning) j["pinning"] = pinning_json(l);
       levers.push_back(std::move(j));
     }
     json sites = json::array();

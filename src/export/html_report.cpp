@@ -259,6 +259,21 @@ void audit_section(std::string& h, const json& audit) {
          "GPU busy (host-side estimate) <b>" + dur(b, "estimate_ns") + "</b> (" +
          fmt_percent(num(b, "ratio")) + " of its span), within " + dur(b, "lower_ns") + " … " +
          dur(b, "upper_ns") + "</div>";
+    // The fixes by the time they return; the transfer lever says what pinning alone returns.
+    for (const json& l : p["levers"]) {
+      h += "<div class=\"nums\">fix (" + dur(l, "lost_ns") + " back): " + esc(str(l, "title")) +
+           "</div>";
+      if (!l.contains("pinning")) continue;
+      const json& pin = l["pinning"];
+      h += "<div class=\"nums\">pinning returns <b>" + dur(pin, "returns_ns") +
+           "</b>: pageable copies " + dur(pin, "pageable_ns") + " less " +
+           dur(pin, "at_pinned_ns") + " for the same " +
+           fmt_bytes(static_cast<uint64_t>(i64(pin, "pageable_bytes"))) + " at " +
+           analysis::fmt_bandwidth(num(pin, "pinned_bytes_per_s")) + " (" +
+           (str(pin, "rate") == "observed" ? "the pinned rate seen in this trace"
+                                           : "assumed: no pinned copy in the trace measures it") +
+           ")</div>";
+    }
     if (i64(m, "allocations") > 0) {
       h += "<div class=\"nums\">device memory: peak <b>" +
            fmt_bytes(static_cast<uint64_t>(i64(m, "peak_bytes"))) + "</b> at " +

@@ -238,6 +238,44 @@ TEST_F(AuditScenario, MemorySitesLeakAndUnusedBuffer) {
   EXPECT_GE(m["peak_bytes"].get<uint64_t>(), (64ull << 20) + 60ull * (512 << 10)) << a.text;
 }
 
+TEST_F(AuditScenario, CachingAllocatorReserveApartFromARealLeak) {
+  Audited a;
+  // Activations from a PyTorch-like caching allocator (sim_train/caching_allocator.hpp): two
+  // 20 MiB segments, two more under the larger batch of the middle third, empty_cache() once
+  // after it, two again; and a real leak of 512 KiB a step at Trainer::step.
+  audit_loop(
+      {"--scenario", "clean", "--steps", "60", "--caching-allocator", "1", "--leak-kib", "512"},
+      {"--stacks"}, a);
+  const json& m = a.audit["memory"];
+  ASSERT_TRUE(m.contains("reserve")) << "no caching allocator reserve\n" << a.text;
+  const json& r = m["reserve"];
+  const json& truth = a.summary;
+  EXPECT_EQ(r["segments"], truth["cache_segments"]) << a.text;
+  EXPECT_EQ(r["bytes"], truth["cache_bytes"]) << a.text;
+  EXPECT_EQ(r["peak_segments"], truth["cache_peak_segments"]) << a.text;
+  EXPECT_EQ(r["peak_bytes"], truth["cache_peak_bytes"]) << a.text;
+  EXPECT_EQ(r["reserved_segments"], truth["cache_reserves"]) << a.text;
+  EXPECT_EQ(r["sweeps"].size(), truth["cache_sweeps"].get<size_t>()) << a.text;
+  // At the start, under the larger batch, and after the sweep.
+  EXPECT_EQ(r["growth"].size(), 3u) << a.text;
+  EXPECT_EQ(r["still_growing"], false) << a.text;
+  EXPECT_NE(r["site"].get<std::string>().find("CachingAllocator"), std::string::npos) << a.text;
+  EXPECT_NE(a.text.find("reserved by a caching allocator"), std::string::npos) << a.text;
+  // The segments are not a leak nor a candidate to free; the real leak still is growing.
+  const json* leak = nullptr;
+  for (const json& s : m["sites"]) {
+    const std::string site = s["site"];
+    if (site.find("CachingAllocator") != std::string::npos) {
+      EXPECT_EQ(s["pattern"], "reserve") << a.text;
+      EXPECT_EQ(s["untouched_bytes"], 0) << a.text;
+    }
+    if (site.find("Trainer::step") != std::string::npos && s["allocs"].get<int>() >= 60) leak = &s;
+  }
+  ASSERT_NE(leak, nullptr) << "no allocation site in Trainer::step with 60 allocations\n" << a.text;
+  EXPECT_EQ((*leak)["pattern"], "growing") << a.text;
+  EXPECT_EQ((*leak)["kept_bytes"].get<uint64_t>(), 60ull * (512 << 10)) << a.text;
+}
+
 TEST_F(AuditScenario, PriceGivesCosts) {
   Audited a;
   audit_loop({"--scenario", "clean", "--steps", "30"}, {}, a);

@@ -234,5 +234,124 @@ TEST(AnalysisAudit, PinnedRateIsTheMedianCopysRate) {
   EXPECT_EQ(pinned_copy_rate({}), 0);
 }
 
+// The last call's native call site (trace --stacks).
+void from_stack(RowsBuilder& b, int32_t stack_id) {
+  CallRow& c = b.rows().calls.back();
+  CallExt e = b.rows().ext(c);
+  e.stack_id = stack_id;
+  b.rows().set_ext(c, e);
+}
+
+constexpr int32_t kAllocatorStack = 5, kStepStack = 7, kSetupStack = 9;
+constexpr uint64_t k20M = 20ull << 20;
+
+RowsBuilder with_sites() {
+  RowsBuilder b;
+  b.process(1, "train");
+  b.rows().call_sites = {
+      {kAllocatorStack,
+       "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
+       "unsigned long, CUstream_st*)+0x2f4 in libc10_cuda.so"},
+      {kStepStack, "gw::Trainer::step(unsigned long)+0x91 in sim_train"},
+      {kSetupStack, "gw::Trainer::setup()+0x40 in sim_train"}};
+  return b;
+}
+
+void segment(RowsBuilder& b, double at_ms, uint64_t addr) {
+  b.call(1, 1, "cudaMalloc", at_ms, kMs / 10, k20M, -1, addr);
+  from_stack(b, kAllocatorStack);
+}
+
+TEST(AnalysisAudit, AllocatorFramesAreNamedWhateverTheirSpelling) {
+  EXPECT_TRUE(names_allocator("c10::cuda::CUDACachingAllocator::Native::alloc_block+0x1"));
+  EXPECT_TRUE(names_allocator("_ZN3c104cuda20CUDACachingAllocator6Native22DeviceCachingAllocator"));
+  EXPECT_TRUE(
+      names_allocator("/usr/lib/python3/dist-packages/torch/cuda/memory.py "
+                      "caching_allocator_alloc"));
+  EXPECT_TRUE(names_allocator("cupy.cuda.memory.MemoryPool.malloc"));
+  EXPECT_TRUE(names_allocator("tsl::BFCAllocator::Extend(unsigned long, unsigned long)"));
+  EXPECT_FALSE(names_allocator("gw::Trainer::step(unsigned long)+0x91 in sim_train"));
+  EXPECT_FALSE(names_allocator("cudaMalloc (no stack recorded)"));
+  EXPECT_FALSE(names_allocator("/home/me/train.py model.forward"));
+}
+
+// A caching allocator reserves 2 segments, grows by 2 under a larger batch, empties its cache
+// (one sweep of all 4) and reserves 2 again; meanwhile the program leaks 1 MiB a step at its own
+// site and holds a 64 MiB buffer nothing copies to. The reserve is reported as such, and neither
+// counted as growth nor as a candidate to free; the leak and the unused buffer still are.
+TEST(AnalysisAudit, CachingAllocatorReserveIsShownApartFromALeak) {
+  RowsBuilder b = with_sites();
+  b.call(1, 1, "cudaMalloc", 0.5, kMs / 10, k64M, -1, 0x900000000);
+  from_stack(b, kSetupStack);
+  segment(b, 1, 0x100000000);
+  segment(b, 1.2, 0x110000000);
+  for (int i = 0; i < 9; ++i) {
+    b.call(1, 1, "cudaMalloc", 10 + 10 * i, kMs / 10, 1 << 20, -1, 0x500000000 + 0x200000 * i);
+    from_stack(b, kStepStack);
+  }
+  segment(b, 50, 0x120000000);
+  segment(b, 50.3, 0x130000000);
+  for (uint64_t a : {0x100000000, 0x110000000, 0x120000000, 0x130000000})
+    b.call(1, 1, "cudaFree", 70 + 0.1 * ((a >> 28) & 3), kMs / 20, 0, -1, a);
+  segment(b, 72, 0x140000000);
+  segment(b, 72.2, 0x150000000);
+  b.call(1, 1, "cudaStreamSynchronize", 100, kMs);
+  const auto all = audit_memory(b.build());
+  ASSERT_EQ(all.size(), 1u);
+  const ProcessMemory& m = all[0].second;
+  const AllocatorReserve& r = m.reserve;
+  EXPECT_EQ(r.segments, 2u);
+  EXPECT_EQ(r.bytes, 2 * k20M);
+  EXPECT_EQ(r.peak_segments, 4u);
+  EXPECT_EQ(r.peak_bytes, 4 * k20M);
+  EXPECT_EQ(r.reserved_segments, 6u);
+  EXPECT_EQ(r.released_segments, 4u);
+  ASSERT_EQ(r.growth.size(), 3u);
+  EXPECT_EQ(r.growth[1].segments, 2u);
+  EXPECT_EQ(r.growth[1].reserved_after, 4 * k20M);
+  ASSERT_EQ(r.sweeps.size(), 1u);
+  EXPECT_EQ(r.sweeps[0].bytes, 4 * k20M);
+  EXPECT_FALSE(r.still_growing);
+  EXPECT_NE(r.site.find("CUDACachingAllocator"), std::string::npos);
+  const MemorySite* seg = nullptr;
+  const MemorySite* leak = nullptr;
+  const MemorySite* unused = nullptr;
+  for (const MemorySite& s : m.sites) {
+    if (s.site.find("CachingAllocator") != std::string::npos) seg = &s;
+    if (s.site.find("Trainer::step") != std::string::npos) leak = &s;
+    if (s.site.find("Trainer::setup") != std::string::npos) unused = &s;
+  }
+  ASSERT_NE(seg, nullptr);
+  EXPECT_EQ(seg->pattern, "reserve");
+  EXPECT_EQ(seg->untouched_bytes, 0u) << "a reserve is not a candidate to free";
+  EXPECT_EQ(seg->kept_bytes, 2 * k20M);
+  ASSERT_NE(leak, nullptr);
+  EXPECT_EQ(leak->pattern, "growing");
+  EXPECT_EQ(leak->kept_bytes, 9u << 20);
+  ASSERT_NE(unused, nullptr);
+  EXPECT_EQ(unused->untouched_bytes, k64M);
+}
+
+// Growth that does not settle: four steps in the window's last half, no sweep after them.
+TEST(AnalysisAudit, AReserveThatKeepsGrowingIsFlagged) {
+  RowsBuilder b = with_sites();
+  b.call(1, 1, "cudaLaunchKernel", 0, 5 * kUs);
+  for (int i = 0; i < 4; ++i) segment(b, 52 + 12 * i, 0x100000000 + 0x10000000ull * i);
+  b.call(1, 1, "cudaStreamSynchronize", 100, kMs);
+  const AuditReport rep = audit(b.build());
+  ASSERT_EQ(rep.processes.size(), 1u);
+  const AllocatorReserve& r = rep.processes[0].memory.reserve;
+  EXPECT_EQ(r.growth.size(), 4u);
+  EXPECT_TRUE(r.still_growing);
+  const std::string text = render::audit_text(rep);
+  EXPECT_NE(text.find("reserved by a caching allocator: 80.0 MiB in 4 segment(s)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("still growing"), std::string::npos) << text;
+  const auto j = render::audit_json(rep);
+  EXPECT_EQ(j["processes"][0]["memory"]["reserve"]["segments"], 4);
+  EXPECT_EQ(j["processes"][0]["memory"]["reserve"]["still_growing"], true);
+}
+
 }  // namespace
 }  // namespace gpuwhy::analysis

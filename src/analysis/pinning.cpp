@@ -6,7 +6,7 @@
 
 namespace gpuwhy::analysis {
 
-double pinned_copy_rate(std::vector<std::pair<uint64_t, int64_t>> samples) {
+double pinned_copy_rate(const std::vector<std::pair<uint64_t, int64_t>>& samples) {
   std::vector<double> rates;
   for (const auto& [bytes, ns] : samples)
     if (ns > 0) rates.push_back(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns));

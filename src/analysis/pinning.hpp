@@ -38,6 +38,6 @@ PinningEstimate estimate_pinning(uint64_t pageable_bytes, int64_t pageable_ns,
 // thread was preempted before it queued the DMA reads slower, and one still preempted after
 // queueing would read faster if that time were taken out.
 constexpr uint64_t kRateSampleMinBytes = 1ull << 20;
-double pinned_copy_rate(std::vector<std::pair<uint64_t, int64_t>> samples);
+double pinned_copy_rate(const std::vector<std::pair<uint64_t, int64_t>>& samples);
 
 }  // namespace gpuwhy::analysis

@@ -28,6 +28,29 @@ int64_t line_ns(const BudgetReport& b, Bucket k) {
   return 0;
 }
 
+double metric(const Chain& c, std::string_view name) {
+  for (const auto& [k, v] : c.metrics)
+    if (k == name) return v;
+  return 0;
+}
+
+// A chain as a lever; the transfer chain's pinning estimate comes with it.
+Lever lever_of(const Chain& c, double price_per_ns) {
+  Lever l{c.kind, c.title, c.fix, c.lost_ns, price_per_ns * static_cast<double>(c.lost_ns)};
+  if (c.kind == "transfer_bound") {
+    PinningEstimate p;
+    p.pageable_bytes = static_cast<uint64_t>(metric(c, "pageable_bytes"));
+    p.pageable_ns = static_cast<int64_t>(metric(c, "pageable_ns"));
+    p.returns_ns = static_cast<int64_t>(metric(c, "pinning_returns_ns"));
+    p.at_pinned_ns = static_cast<int64_t>(metric(c, "pinned_at_ns"));
+    p.pinned_bytes_per_s = metric(c, "pinned_bytes_per_s");
+    p.rate_observed = metric(c, "pinned_rate_observed") > 0;
+    l.pinning = p;
+    l.async_returns_ns = static_cast<int64_t>(metric(c, "async_returns_ns"));
+  }
+  return l;
+}
+
 // The lost time of the chains of one kind that name the process.
 int64_t chain_lost_ns(const Report& r, uint32_t pid, std::string_view kind) {
   int64_t ns = 0;
@@ -233,10 +256,12 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
     p.cost = per_ns * static_cast<double>(process_span);
     for (const Chain& c : r.chains) {
       if (c.process.pid != pid) continue;
-      Lever l{c.kind, c.title, c.fix, c.lost_ns, per_ns * static_cast<double>(c.lost_ns)};
+      Lever l = lever_of(c, per_ns);
       p.lost_cost += l.cost;
       p.levers.push_back(std::move(l));
     }
+    // By the time each fix returns (for the transfer lever: what pinning and async copies
+    // return, not the copies' whole time).
     std::sort(p.levers.begin(), p.levers.end(),
               [](const Lever& a, const Lever& b) { return a.lost_ns > b.lost_ns; });
     for (auto& [mpid, m] : memory)

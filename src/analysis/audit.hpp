@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/explain.hpp"
+#include "analysis/pinning.hpp"
 #include "analysis/rows.hpp"
 
 namespace gpuwhy::analysis {
@@ -49,7 +51,7 @@ struct GpuBusy {
 // One allocation site: the Python line or native frame of the allocation calls, else the API.
 struct MemorySite {
   std::string site;
-  std::string pattern;  // "held" | "per_step" | "growing" | "freed" | "mixed"
+  std::string pattern;  // "held" | "per_step" | "growing" | "freed" | "mixed" | "reserve"
   uint64_t allocs = 0, frees = 0;
   uint64_t bytes_allocated = 0;
   // In allocations kept to the end (never freed, or freed only in the window's last tenth, as
@@ -64,6 +66,32 @@ struct MemoryPoint {
   uint64_t live_bytes = 0;
 };
 
+// One step of a caching allocator's reserve: segments reserved less than kReserveStepGapNs apart
+// (growth), or freed so (a sweep, e.g. torch.cuda.empty_cache()).
+struct ReserveStep {
+  int64_t at_ns = 0;  // relative to the trace start: the step's first call
+  uint64_t segments = 0, bytes = 0;
+  uint64_t reserved_after = 0;  // the reserve's bytes after the step
+};
+
+// What a caching allocator (PyTorch's CUDACachingAllocator, CuPy's MemoryPool, XLA's BFC
+// allocator, ...) reserved: segments allocated from the allocator's own frames (audit_memory.cpp,
+// names_allocator; docs/audit.md). Its tensors are carved out with no runtime call, so the
+// segments are its reserve, not buffers of the program's own: never a leak or an unused
+// candidate on that account.
+struct AllocatorReserve {
+  std::string site;                            // the allocator frame that reserved the most
+  uint64_t segments = 0, bytes = 0;            // live at the window's end
+  uint64_t peak_segments = 0, peak_bytes = 0;  // the most it held at once
+  int64_t peak_at_ns = 0;
+  uint64_t reserved_segments = 0, released_segments = 0;  // allocations and frees, all told
+  std::vector<ReserveStep> growth, sweeps;
+  // Grew at kStillGrowingSteps or more steps in the window's last half with no sweep after the
+  // first of them: a reserve that does not settle (tensors kept alive behind it, or
+  // fragmentation), worth a look.
+  bool still_growing = false;
+};
+
 struct ProcessMemory {
   uint64_t live_start = 0, live_end = 0, peak = 0;
   int64_t peak_at_ns = 0;             // relative to the trace start
@@ -71,13 +99,23 @@ struct ProcessMemory {
   std::vector<MemoryPoint> timeline;  // at most ~100 points: the peak of each stretch
   std::vector<MemorySite> sites;      // most live bytes at the end, then most allocated
   uint64_t allocations = 0;
+  AllocatorReserve reserve;  // reserved_segments == 0: no caching allocator seen
 };
+
+// A frame (native call site, or a Python file and function) of a caching allocator: holds one of
+// the names docs/audit.md lists, case-insensitively.
+bool names_allocator(std::string_view frame);
 
 // A fix from explain, with the time it would return and what that time cost.
 struct Lever {
   std::string kind, title, fix;
   int64_t lost_ns = 0;
   double cost = 0;
+  // transfer_bound: what pinning the pageable host buffers returns (explain's estimate_pinning,
+  // read from the chain), and what async copies of the already pinned synchronous ones would.
+  // lost_ns is their sum, capped at the copies' time.
+  std::optional<PinningEstimate> pinning;
+  int64_t async_returns_ns = 0;
 };
 
 struct ProcessAudit {

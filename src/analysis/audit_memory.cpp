@@ -5,8 +5,18 @@
 // One chronological sweep per process over its allocations, frees and copies/memsets, with the
 // live allocations in an address-ordered map: a free or a copy endpoint finds its allocation by
 // address at the time it happened, so an address reused after a free is a new allocation.
+//
+// A caching allocator's segments (PyTorch's CUDACachingAllocator and the like) are told apart by
+// who allocated them: a frame naming an allocator (names_allocator), for an allocation of at
+// least kSegmentMinBytes. They are summed as the process's reserve (AllocatorReserve) and their
+// site is the "reserve" pattern, never "growing" or an untouched candidate: the allocator hands
+// pieces of them to tensors with no runtime call, so neither their growth nor the absence of
+// copies into their first bytes says anything of the program's own buffers.
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 #include "analysis/audit.hpp"
@@ -20,6 +30,14 @@ constexpr double kEarlyFraction = 0.1;
 // A site needs this many allocations to show a pattern over time.
 constexpr uint64_t kPatternMin = 3;
 constexpr size_t kTimelinePoints = 100;
+// The smallest segment a caching allocator reserves: PyTorch's small pool and its expandable
+// segments' pages are 2 MiB, its large-pool segments 20 MiB or more, all multiples of 2 MiB.
+// Smaller allocations from an allocator's frame are ordinary sites.
+constexpr uint64_t kSegmentMinBytes = 2ull << 20;
+// Segment allocations (or frees) closer than this are one step of growth (or one sweep).
+constexpr int64_t kReserveStepGapNs = 10'000'000;
+// Growth steps in the window's last half, with no sweep after them, that make it still growing.
+constexpr size_t kStillGrowingSteps = 3;
 
 struct Alloc {
   uint64_t lo = 0, bytes = 0;
@@ -28,6 +46,7 @@ struct Alloc {
   int32_t site = 0;    // index into the process's site names
   bool pinned_host = false;
   bool touched = false;  // a copy or memset read or wrote it while it was live
+  bool reserve = false;  // a caching allocator's segment
 };
 
 // What a sweep event is, in the order events at the same ns apply: a buffer is allocated before
@@ -39,6 +58,22 @@ struct Event {
   uint64_t addr;
   size_t idx;  // Alloc: into allocs; Free, Use: unused
 };
+
+// The allocator frame of an allocation, when one of its frames names an allocator: the native
+// call site (trace --stacks), else the Python line's file and function. Empty otherwise.
+std::string allocator_frame(const TraceRows& rows, const CallRow& c) {
+  const CallExt& e = rows.ext(c);
+  if (e.stack_id >= 0)
+    if (auto it = rows.call_sites.find(e.stack_id);
+        it != rows.call_sites.end() && names_allocator(it->second))
+      return it->second;
+  if (e.pystack_id >= 0)
+    if (auto it = rows.python_sites.find(e.pystack_id);
+        it != rows.python_sites.end() &&
+        names_allocator(it->second.file + " " + it->second.function))
+      return it->second.text();
+  return {};
+}
 
 std::string site_of(const TraceRows& rows, const CallRow& c) {
   const CallExt& e = rows.ext(c);
@@ -85,6 +120,36 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
   });
   std::map<uint64_t, size_t> live;  // lo -> allocation
   uint64_t live_bytes = 0, pinned = 0;
+  AllocatorReserve& r = m.reserve;
+  std::map<std::string, uint64_t> reserve_sites;  // segments per allocator frame
+  int64_t last_reserve_ts = INT64_MIN;
+  bool last_was_growth = false;
+  // A segment reserved (+1) or freed (-1): the reserve's bytes, its peak, and its steps.
+  auto reserve_change = [&](const Alloc& a, int64_t ts, bool grow) {
+    if (grow) {
+      r.bytes += a.bytes;
+      ++r.segments;
+      ++r.reserved_segments;
+      ++reserve_sites[p.sites[static_cast<size_t>(a.site)]];
+    } else {
+      r.bytes -= a.bytes;
+      --r.segments;
+      ++r.released_segments;
+    }
+    if (r.bytes > r.peak_bytes) {
+      r.peak_bytes = r.bytes;
+      r.peak_segments = r.segments;
+      r.peak_at_ns = ts - trace_start;
+    }
+    std::vector<ReserveStep>& steps = grow ? r.growth : r.sweeps;
+    if (steps.empty() || last_was_growth != grow || ts - last_reserve_ts > kReserveStepGapNs)
+      steps.push_back({ts - trace_start, 0, 0, 0});
+    ++steps.back().segments;
+    steps.back().bytes += a.bytes;
+    steps.back().reserved_after = r.bytes;
+    last_reserve_ts = ts;
+    last_was_growth = grow;
+  };
   std::vector<MemoryPoint> points;
   bool started = false;
   auto containing = [&](uint64_t addr) -> Alloc* {
@@ -107,9 +172,11 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
           Alloc& prev = p.allocs[old->second];
           prev.freed = e.ts;
           (prev.pinned_host ? pinned : live_bytes) -= prev.bytes;
+          if (prev.reserve) reserve_change(prev, e.ts, false);
         }
         live[a.lo] = e.idx;
         (a.pinned_host ? pinned : live_bytes) += a.bytes;
+        if (a.reserve) reserve_change(a, e.ts, true);
         ++m.allocations;
         break;
       }
@@ -121,6 +188,7 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
           Alloc& a = p.allocs[it->second];
           a.freed = e.ts;
           (a.pinned_host ? pinned : live_bytes) -= a.bytes;
+          if (a.reserve) reserve_change(a, e.ts, false);
           live.erase(it);
         }
         break;
@@ -135,6 +203,24 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
   if (!started) m.live_start = live_bytes;
   m.live_end = live_bytes;
   m.timeline = downsample(points, p.first - trace_start, p.last - trace_start);
+  if (r.reserved_segments > 0) {
+    r.site = std::max_element(reserve_sites.begin(), reserve_sites.end(), [](auto& a, auto& b) {
+               return a.second < b.second;
+             })->first;
+    // Still growing: enough growth steps in the last half, and no sweep after the first of them.
+    const int64_t mid = p.first + (p.last - p.first) / 2 - trace_start;
+    size_t late = 0;
+    int64_t first_late = INT64_MAX;
+    for (const ReserveStep& g : r.growth) {
+      if (g.at_ns < mid) continue;
+      ++late;
+      first_late = std::min(first_late, g.at_ns);
+    }
+    const bool swept_after =
+        std::any_of(r.sweeps.begin(), r.sweeps.end(),
+                    [&](const ReserveStep& w) { return w.at_ns > first_late; });
+    r.still_growing = late >= kStillGrowingSteps && !swept_after;
+  }
 
   // Sites: what each allocation did over the window. Freed in its last tenth counts as kept to
   // the end (a program's own clean-up at exit frees everything).
@@ -144,6 +230,7 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
   struct Tally {
     MemorySite s;
     uint64_t held = 0, growing = 0, churned = 0;  // from the start / later / freed early
+    uint64_t reserve = 0;                         // a caching allocator's segments
   };
   std::vector<Tally> t(p.sites.size());
   for (const Alloc& a : p.allocs) {
@@ -152,6 +239,12 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
     ++x.s.allocs;
     x.s.bytes_allocated += a.bytes;
     if (a.freed >= 0) ++x.s.frees;
+    if (a.reserve) {
+      // The allocator's, not the program's: kept or not, never growth or a candidate to free.
+      ++x.reserve;
+      if (a.freed < 0 || (a.freed >= late && a.at < late)) x.s.kept_bytes += a.bytes;
+      continue;
+    }
     if (a.freed >= 0 && (a.freed < late || a.at >= late)) {  // freed within the window
       ++x.churned;
       continue;
@@ -167,7 +260,9 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
     Tally& x = t[k];
     if (x.s.allocs == 0) continue;
     x.s.site = p.sites[k];
-    if (x.growing >= kPatternMin && x.growing >= x.churned)
+    if (x.reserve > 0)
+      x.s.pattern = "reserve";
+    else if (x.growing >= kPatternMin && x.growing >= x.churned)
       x.s.pattern = "growing";
     else if (x.churned >= kPatternMin && x.churned * 2 >= x.s.allocs)
       x.s.pattern = "per_step";
@@ -189,6 +284,19 @@ ProcessMemory summarize(PerProcess& p, int64_t trace_start) {
 
 }  // namespace
 
+bool names_allocator(std::string_view frame) {
+  // PyTorch (c10::cuda::CUDACachingAllocator, c10::hip::HIPCachingAllocator, mangled or not;
+  // torch.cuda.caching_allocator_alloc and empty_cache in torch/cuda/memory.py), CuPy
+  // (MemoryPool), RAPIDS RMM (pool_memory_resource), XLA/TensorFlow (BFCAllocator).
+  static constexpr std::array<std::string_view, 6> kNames = {
+      "cachingallocator", "caching_allocator",    "torch/cuda/memory.py",
+      "memorypool",       "pool_memory_resource", "bfcallocator"};
+  std::string low(frame);
+  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return std::any_of(kNames.begin(), kNames.end(),
+                     [&](std::string_view n) { return low.find(n) != std::string::npos; });
+}
+
 std::vector<std::pair<uint32_t, ProcessMemory>> audit_memory(const TraceRows& rows) {
   std::map<uint32_t, PerProcess> by_pid;
   // The window of each process: its first to last GPU call.
@@ -204,8 +312,11 @@ std::vector<std::pair<uint32_t, ProcessMemory>> audit_memory(const TraceRows& ro
     PerProcess& p = by_pid[c.pid];
     if (c.cat == Category::Alloc && e.bytes > 0) {
       Alloc a{e.addr, e.bytes, c.ts};
-      a.site = p.site(site_of(rows, c));
       a.pinned_host = m.host_alloc;
+      std::string frame;
+      if (!a.pinned_host && e.bytes >= kSegmentMinBytes) frame = allocator_frame(rows, c);
+      a.reserve = !frame.empty();
+      a.site = p.site(a.reserve ? frame : site_of(rows, c));
       p.events.push_back({c.ts, Ev::Alloc, e.addr, p.allocs.size()});
       p.allocs.push_back(a);
     } else if (c.cat == Category::Free) {

@@ -9,6 +9,7 @@
 
 #include "analysis/addr_ranges.hpp"
 #include "analysis/detectors.hpp"
+#include "analysis/pinning.hpp"
 #include "analysis/units.hpp"
 
 namespace gpuwhy::analysis {
@@ -23,8 +24,11 @@ struct ThreadCopies {
   const ThreadSummary* t = nullptr;
   DirAcc h2d, d2h;
   int64_t ns = 0;
-  uint64_t waited = 0;  // synchronous copies that first waited for queued kernels
+  uint64_t waited = 0;         // synchronous copies that first waited for queued kernels
   int64_t sync_pinned_ns = 0;  // synchronous copies from pinned memory: async ones would overlap
+  // Of those, the ones that measure the pinned rate (pinned_copy_rate): (bytes, ns) each.
+  uint64_t rate_bytes = 0;
+  std::vector<std::pair<uint64_t, int64_t>> rate_samples;
   uint32_t largest = UINT32_MAX;
   std::vector<uint32_t> idx;  // the copies counted
 };
@@ -65,6 +69,10 @@ ThreadCopies collect(const Context& ctx, const ThreadSummary& t, const AddressMa
       d.pageable_ns += ns;
     } else if (!ctx.rows.api(c.api).async) {
       tc.sync_pinned_ns += ns;
+      if (ctx.joins.queued_ahead[i] == 0 && e.bytes >= kRateSampleMinBytes) {
+        tc.rate_bytes += e.bytes;
+        tc.rate_samples.emplace_back(e.bytes, c.dur - (o ? o->wakeup_ns : 0));
+      }
     }
     tc.ns += ns;
     if (!ctx.rows.api(c.api).async && ctx.joins.queued_ahead[i] > 0) ++tc.waited;
@@ -81,18 +89,16 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
   const uint64_t pageable = tc.h2d.pageable_bytes + tc.d2h.pageable_bytes;
   const bool mostly_pageable = pageable * 2 > bytes;
   // What pinning would save: pageable copies, less the time the same bytes take from pinned
-  // memory (at the pinned bandwidth this trace shows, else a PCIe 4 x16 link's ~25 GB/s); plus
+  // memory (estimate_pinning: at the pinned rate this trace shows, else a stated default); plus
   // synchronous copies from pinned memory, which an async copy on a side stream would overlap
   // with compute. At most the thread's Transfer bucket: the copies' time with the CPU in hand.
-  const uint64_t pinned_bytes = bytes - pageable;
-  const int64_t pinned_ns = tc.ns - tc.h2d.pageable_ns - tc.d2h.pageable_ns;
-  const double pinned_bw = pinned_bytes >= (64u << 20) && pinned_ns > 0
-                               ? static_cast<double>(pinned_bytes) * 1e9 / pinned_ns
-                               : 25e9;
   const int64_t pageable_ns = tc.h2d.pageable_ns + tc.d2h.pageable_ns;
-  const auto at_pinned = static_cast<int64_t>(static_cast<double>(pageable) * 1e9 / pinned_bw);
-  const int64_t lost = std::min(std::max<int64_t>(0, pageable_ns - at_pinned) + tc.sync_pinned_ns,
-                                ctx.budget(t)[Bucket::Transfer]);
+  const PinningEstimate pin =
+      estimate_pinning(pageable, pageable_ns, tc.rate_bytes, pinned_copy_rate(tc.rate_samples));
+  const double pinned_bw = pin.pinned_bytes_per_s;
+  const int64_t at_pinned = pin.at_pinned_ns;
+  const int64_t lost =
+      std::min(pin.returns_ns + tc.sync_pinned_ns, ctx.budget(t)[Bucket::Transfer]);
 
   Chain ch = ctx.thread_chain(
       t, "transfer_bound",
@@ -102,17 +108,22 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
   ch.first_ns = ctx.rel(t.first_ns);
   ch.last_ns = ctx.rel(t.last_ns);
   ch.summary = "host<->device copies take " +
-               fmt_percent(static_cast<double>(tc.ns) / t.span_ns()) + " of " +
-               ctx.who(ch.thread) + "'s time" +
+               fmt_percent(static_cast<double>(tc.ns) / t.span_ns()) + " of " + ctx.who(ch.thread) +
+               "'s time" +
                (mostly_pageable ? ", mostly from pageable (unpinned) host memory" : "") + ": " +
                fmt_percent(ch.share()) + " could be saved";
   const double api_share = t.api_ns > 0 ? static_cast<double>(tc.ns) / t.api_ns : 0;
   ch.evidence.push_back({"copies took " + fmt_duration(tc.ns) + " of " + ch.thread.label() + "'s " +
                          fmt_duration(t.span_ns()) + " (" +
                          fmt_percent(static_cast<double>(tc.ns) / t.span_ns()) + ") and " +
-                         fmt_percent(api_share) + " of its GPU API time; from pinned memory "
-                         "the pageable ones would take about " + fmt_duration(at_pinned) + " (" +
-                         fmt_bandwidth(pinned_bw) + "): " + fmt_duration(lost) + " to save"});
+                         fmt_percent(api_share) +
+                         " of its GPU API time; from pinned memory "
+                         "the pageable ones would take about " +
+                         fmt_duration(at_pinned) + " (" + fmt_bandwidth(pinned_bw) +
+                         (pin.rate_observed ? ", the pinned rate seen in this trace"
+                                            : ", an assumed PCIe 4 x16 rate: no pinned copy "
+                                              "in the trace measures one") +
+                         "): " + fmt_duration(lost) + " to save"});
   if (tc.h2d.count) ch.evidence.push_back({dir_line("host-to-device", tc.h2d)});
   if (tc.d2h.count) ch.evidence.push_back({dir_line("device-to-host", tc.d2h)});
   if (pageable > 0) {
@@ -130,8 +141,7 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
     ch.evidence.push_back({sites});
   ch.evidence.push_back({"largest at " + fmt_rel(ctx.rel(big.ts)) + ": " +
                              std::string(ctx.rows.api_name(big.api)) + " of " +
-                             fmt_bytes(ctx.rows.ext(big).bytes) + " took " +
-                             fmt_duration(big.dur),
+                             fmt_bytes(ctx.rows.ext(big).bytes) + " took " + fmt_duration(big.dur),
                          ctx.rel(big.ts)});
   if (tc.waited > 0) {
     ch.evidence.push_back({fmt_count(tc.waited) +
@@ -151,7 +161,14 @@ void one_thread(const Context& ctx, const ThreadCopies& tc, const AddressMap& ma
                 {"copy_share_of_api", api_share},
                 {"h2d_bytes", static_cast<double>(tc.h2d.bytes)},
                 {"d2h_bytes", static_cast<double>(tc.d2h.bytes)},
-                {"pageable_bytes", static_cast<double>(pageable)}};
+                {"pageable_bytes", static_cast<double>(pageable)},
+                // estimate_pinning's figures: the audit's transfer lever reads them back.
+                {"pageable_ns", static_cast<double>(pin.pageable_ns)},
+                {"pinning_returns_ns", static_cast<double>(pin.returns_ns)},
+                {"pinned_at_ns", static_cast<double>(pin.at_pinned_ns)},
+                {"pinned_bytes_per_s", pin.pinned_bytes_per_s},
+                {"pinned_rate_observed", pin.rate_observed ? 1.0 : 0.0},
+                {"async_returns_ns", static_cast<double>(tc.sync_pinned_ns)}};
   out.push_back(std::move(ch));
 }
 

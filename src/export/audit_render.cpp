@@ -46,6 +46,83 @@ std::string sites_text(const analysis::ProcessMemory& m) {
   return out;
 }
 
+std::string steps_text(const std::vector<analysis::ReserveStep>& steps, char sign) {
+  std::string out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (i == 6) return out + fmt::format(", … {} more", steps.size() - 6);
+    out += fmt::format("{}+{} {}{}", i ? ", " : "", fmt_duration(steps[i].at_ns), sign,
+                       fmt_bytes(steps[i].bytes));
+  }
+  return out;
+}
+
+// A caching allocator's reserve, apart from the program's own buffers (docs/audit.md).
+std::string reserve_text(const analysis::AllocatorReserve& r) {
+  std::string out = fmt::format(
+      "  reserved by a caching allocator: {} in {} segment(s) at the end, peak {} in {} at +{}; "
+      "grown at {} step(s) ({})",
+      fmt_bytes(r.bytes), r.segments, fmt_bytes(r.peak_bytes), r.peak_segments,
+      fmt_duration(r.peak_at_ns), r.growth.size(), steps_text(r.growth, '+'));
+  if (!r.sweeps.empty())
+    out +=
+        fmt::format(", released in {} sweep(s) ({})", r.sweeps.size(), steps_text(r.sweeps, '-'));
+  out += "; by " + r.site + "\n";
+  if (r.still_growing)
+    out +=
+        "        still growing in the window's last half with no sweep: tensors kept alive "
+        "behind the allocator (a leak), or fragmentation\n";
+  return out;
+}
+
+json reserve_json(const analysis::AllocatorReserve& r) {
+  auto steps = [](const std::vector<analysis::ReserveStep>& v) {
+    json a = json::array();
+    for (const analysis::ReserveStep& s : v)
+      a.push_back({{"rel_ns", s.at_ns},
+                   {"segments", s.segments},
+                   {"bytes", s.bytes},
+                   {"reserved_after_bytes", s.reserved_after}});
+    return a;
+  };
+  return {{"site", r.site},
+          {"segments", r.segments},
+          {"bytes", r.bytes},
+          {"peak_segments", r.peak_segments},
+          {"peak_bytes", r.peak_bytes},
+          {"peak_rel_ns", r.peak_at_ns},
+          {"reserved_segments", r.reserved_segments},
+          {"released_segments", r.released_segments},
+          {"growth", steps(r.growth)},
+          {"sweeps", steps(r.sweeps)},
+          {"still_growing", r.still_growing}};
+}
+
+// What pinning returns, and how it was estimated (docs/audit.md).
+std::string pinning_text(const analysis::Lever& l) {
+  const analysis::PinningEstimate& p = *l.pinning;
+  std::string out = fmt::format(
+      "        pinning returns {}: pageable copies {} less {} for the same {} at {} ({})",
+      fmt_duration(p.returns_ns), fmt_duration(p.pageable_ns), fmt_duration(p.at_pinned_ns),
+      fmt_bytes(p.pageable_bytes), analysis::fmt_bandwidth(p.pinned_bytes_per_s),
+      p.rate_observed ? "the pinned rate seen in this trace"
+                      : "assumed: no pinned copy in the trace measures the rate");
+  if (l.async_returns_ns > 0)
+    out += fmt::format("; async copies of the pinned synchronous ones {} more",
+                       fmt_duration(l.async_returns_ns));
+  return out + "\n";
+}
+
+json pinning_json(const analysis::Lever& l) {
+  const analysis::PinningEstimate& p = *l.pinning;
+  return {{"returns_ns", p.returns_ns},
+          {"pageable_ns", p.pageable_ns},
+          {"pageable_bytes", p.pageable_bytes},
+          {"at_pinned_ns", p.at_pinned_ns},
+          {"pinned_bytes_per_s", std::round(p.pinned_bytes_per_s)},
+          {"rate", p.rate_observed ? "observed" : "default"},
+          {"async_returns_ns", l.async_returns_ns}};
+}
+
 }  // namespace
 
 std::string audit_text(const analysis::AuditReport& r) {
@@ -75,6 +152,7 @@ std::string audit_text(const analysis::AuditReport& r) {
       out += fmt::format("  fix ({} back{}): {}: {}\n", fmt_duration(l.lost_ns),
                          r.price_per_gpu_hour > 0 ? ", " + money(l.cost) : std::string(), l.title,
                          l.fix);
+      if (l.pinning) out += pinning_text(l);
     }
     const analysis::ProcessMemory& m = p.memory;
     if (m.allocations == 0) {
@@ -86,7 +164,9 @@ std::string audit_text(const analysis::AuditReport& r) {
                        fmt_bytes(m.live_end));
     if (m.pinned_host_peak > 0)
       out += fmt::format("; pinned host peak {}", fmt_bytes(m.pinned_host_peak));
-    out += "\n" + sites_text(m);
+    out += "\n";
+    if (m.reserve.reserved_segments > 0) out += reserve_text(m.reserve);
+    out += sites_text(m);
   }
   return out;
 }
@@ -103,6 +183,7 @@ json audit_json(const analysis::AuditReport& r) {
     for (const analysis::Lever& l : p.levers) {
       json j{{"kind", l.kind}, {"title", l.title}, {"fix", l.fix}, {"lost_ns", l.lost_ns}};
       if (r.price_per_gpu_hour > 0) j["cost"] = round6(l.cost);
+      if (l.pinning) j["pinning"] = pinning_json(l);
       levers.push_back(std::move(j));
     }
     json sites = json::array();
@@ -150,6 +231,8 @@ json audit_json(const analysis::AuditReport& r) {
              {"pinned_host_peak_bytes", p.memory.pinned_host_peak},
              {"timeline", std::move(timeline)},
              {"sites", std::move(sites)}}}};
+    if (p.memory.reserve.reserved_segments > 0)
+      j["memory"]["reserve"] = reserve_json(p.memory.reserve);
     if (r.price_per_gpu_hour > 0) {
       j["cost"] = round6(p.cost);
       j["lost_cost"] = round6(p.lost_cost);

@@ -259,13 +259,38 @@ void audit_section(std::string& h, const json& audit) {
          "GPU busy (host-side estimate) <b>" + dur(b, "estimate_ns") + "</b> (" +
          fmt_percent(num(b, "ratio")) + " of its span), within " + dur(b, "lower_ns") + " … " +
          dur(b, "upper_ns") + "</div>";
+    // The fixes by the time they return; the transfer lever says what pinning alone returns.
+    for (const json& l : p["levers"]) {
+      h += "<div class=\"nums\">fix (" + dur(l, "lost_ns") + " back): " + esc(str(l, "title")) +
+           "</div>";
+      if (!l.contains("pinning")) continue;
+      const json& pin = l["pinning"];
+      h += "<div class=\"nums\">pinning returns <b>" + dur(pin, "returns_ns") +
+           "</b>: pageable copies " + dur(pin, "pageable_ns") + " less " +
+           dur(pin, "at_pinned_ns") + " for the same " +
+           fmt_bytes(static_cast<uint64_t>(i64(pin, "pageable_bytes"))) + " at " +
+           analysis::fmt_bandwidth(num(pin, "pinned_bytes_per_s")) + " (" +
+           (str(pin, "rate") == "observed" ? "the pinned rate seen in this trace"
+                                           : "assumed: no pinned copy in the trace measures it") +
+           ")</div>";
+    }
     if (i64(m, "allocations") > 0) {
       h += "<div class=\"nums\">device memory: peak <b>" +
            fmt_bytes(static_cast<uint64_t>(i64(m, "peak_bytes"))) + "</b> at " +
            fmt_rel(i64(m, "peak_rel_ns")) + ", " +
-           fmt_bytes(static_cast<uint64_t>(i64(m, "live_end_bytes"))) +
-           " at the end</div>"
-           "<table><tr><th class=\"l\">pattern</th><th>kept</th><th>allocated</th>"
+           fmt_bytes(static_cast<uint64_t>(i64(m, "live_end_bytes"))) + " at the end</div>";
+      if (m.contains("reserve")) {
+        const json& r = m["reserve"];
+        h += "<div class=\"nums\">reserved by a caching allocator: <b>" +
+             fmt_bytes(static_cast<uint64_t>(i64(r, "bytes"))) + "</b> in " +
+             std::to_string(i64(r, "segments")) + " segment(s) at the end, peak " +
+             fmt_bytes(static_cast<uint64_t>(i64(r, "peak_bytes"))) + " in " +
+             std::to_string(i64(r, "peak_segments")) + "; grown at " +
+             std::to_string(r["growth"].size()) + " step(s), " +
+             std::to_string(r["sweeps"].size()) + " sweep(s); by " + esc(str(r, "site")) +
+             (r.value("still_growing", false) ? "; <b>still growing</b>" : "") + "</div>";
+      }
+      h += "<table><tr><th class=\"l\">pattern</th><th>kept</th><th>allocated</th>"
            "<th>allocs</th><th>frees</th><th>untouched</th><th class=\"l\">site</th></tr>";
       size_t shown = 0;
       for (const json& site : m["sites"]) {

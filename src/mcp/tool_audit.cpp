@@ -46,8 +46,10 @@ Tool audit_tool() {
           "Audit GPU efficiency and memory",
           "Per GPU process: what bounds it (host_bound, transfer_bound, sync_bound, peer_bound, "
           "gpu_bound) with the time shares behind it, the GPU's busy time as a host-side "
-          "estimate with its error bound, explain's fixes ranked by the time they return, device "
-          "memory over time and by allocation site (held, per_step, growing; kept buffers no copy "
+          "estimate with its error bound, explain's fixes ranked by the time they return (the "
+          "transfer fix with what pinning host memory returns and the rate it assumed), device "
+          "memory over time and by allocation site (held, per_step, growing; a caching "
+          "allocator's reserve apart; kept buffers no copy "
           "touched), and with a price the cost. Same as `gpuwhy audit --json` (schema "
           "gpuwhy.audit/1).",
           {{"type", "object"}, {"properties", std::move(props)}, {"additionalProperties", false}},

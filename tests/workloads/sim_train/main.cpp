@@ -6,7 +6,8 @@
 //    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
 //    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
 //    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..,"helper_tid":..,
-//    "helper_wakeups":..,"other_job_pid":..}
+//    "helper_wakeups":..,"other_job_pid":..,"cache_bytes":..,"cache_segments":..,
+//    "cache_peak_bytes":..,"cache_peak_segments":..,"cache_reserves":..,"cache_sweeps":..}
 // Run with --help for the options.
 #include <unistd.h>
 
@@ -35,12 +36,20 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
                    const gw::Neighbour* neighbour) {
   std::vector<uint64_t> tids;
   uint64_t steps = 0, launches = 0, start = ~0ull, end = 0, save_ns = 0;
+  gw::TrainerStats cache;  // the caching allocators' figures, summed over the threads
+
   for (const auto& t : ts) {
     const gw::TrainerStats& st = t->stats();
     tids.push_back(static_cast<uint64_t>(st.tid));
     steps += st.steps;
     launches += st.launches;
     save_ns += st.save_ns;
+    cache.cache_bytes += st.cache_bytes;
+    cache.cache_segments += st.cache_segments;
+    cache.cache_peak_bytes += st.cache_peak_bytes;
+    cache.cache_peak_segments += st.cache_peak_segments;
+    cache.cache_reserves += st.cache_reserves;
+    cache.cache_sweeps += st.cache_sweeps;
     start = std::min(start, st.start_ns);
     end = std::max(end, st.end_ns);
   }
@@ -71,7 +80,13 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
           .num("save_ns", save_ns)
           .num("helper_tid", neighbour ? neighbour->helper_tid() : 0)
           .num("helper_wakeups", neighbour ? neighbour->helper_wakeups() : 0)
-          .num("other_job_pid", neighbour ? neighbour->other_pid() : 0));
+          .num("other_job_pid", neighbour ? neighbour->other_pid() : 0)
+          .num("cache_bytes", cache.cache_bytes)
+          .num("cache_segments", cache.cache_segments)
+          .num("cache_peak_bytes", cache.cache_peak_bytes)
+          .num("cache_peak_segments", cache.cache_peak_segments)
+          .num("cache_reserves", cache.cache_reserves)
+          .num("cache_sweeps", cache.cache_sweeps));
 }
 
 }  // namespace

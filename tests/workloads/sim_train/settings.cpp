@@ -35,13 +35,15 @@ constexpr const char* kUsage =
     "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
     "  contention, launch-drop, neighbour: [--cpu N (0)]\n"
     "  contention, launch-drop: [--hog-threads N (1; launch-drop 6)]\n"
-    "  transfer: [--transfer-mib N (32)]   alloc-churn: [--alloc-buffers N (4)] [--alloc-mib N "
-    "(8)]\n"
+    "  transfer: [--transfer-mib N (32)] [--pinned-transfer-mib N (0): also a synchronous\n"
+    "            upload from pinned memory every step, at most --transfer-mib]\n"
+    "  alloc-churn: [--alloc-buffers N (4)] [--alloc-mib N (8)]\n"
     "  lock: [--ckpt-hold-ms N (20)] [--ckpt-period-ms N (50)]\n"
     "  input-stall: [--input-kib N (256)] [--loader-ms N (4)]\n"
     "  inline-save: [--save-mib N (64)] [--save-every N (10)] [--save-dir DIR (/tmp)]\n"
     "  memory (any scenario): [--leak-kib N (0): a buffer per step, never freed]\n"
     "                         [--unused-mib N (0): a buffer at set-up no copy touches]\n"
+    "                         [--caching-allocator 1: activations from a caching allocator]\n"
     "  sync-bound (any scenario): [--readback-each-op 1: a 4-byte D2H copy after every launch]\n"
     "  straggler: [--ranks N (2)] [--grad-mib N (8)] [--straggle-rank R (last)]\n"
     "             [--straggle-ms N (5)]   (GWSIM_STRAGGLE_RANK / GWSIM_STRAGGLE_MS win if set)\n"
@@ -66,7 +68,8 @@ Args make_args(int argc, char** argv) {
                "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
                "straggle-rank", "straggle-ms",  "rank",           "nccl-id",      "input-kib",
                "loader-ms",     "save-mib",     "save-every",     "save-dir",
-               "leak-kib",      "unused-mib",   "readback-each-op"},
+               "leak-kib",      "unused-mib",   "readback-each-op",
+               "pinned-transfer-mib", "caching-allocator"},
               {}, kUsage);
 }
 
@@ -108,6 +111,9 @@ Settings parse_settings(const Args& args) {
   s.loss_every = args.u64("loss-every", s.loss_every);
   if (s.loss_every == 0) args.fail("--loss-every must be at least 1");
   s.transfer_bytes = args.u64("transfer-mib", s.transfer_bytes / kMiB) * kMiB;
+  s.pinned_transfer_bytes = args.u64("pinned-transfer-mib", 0) * kMiB;
+  if (s.pinned_transfer_bytes > s.transfer_bytes)
+    args.fail("--pinned-transfer-mib must be at most --transfer-mib");
   s.alloc_buffers = args.u64("alloc-buffers", s.alloc_buffers);
   s.alloc_bytes = args.u64("alloc-mib", s.alloc_bytes / kMiB) * kMiB;
   s.ckpt_hold_ns = args.u64("ckpt-hold-ms", s.ckpt_hold_ns / 1'000'000) * 1'000'000;
@@ -123,6 +129,7 @@ Settings parse_settings(const Args& args) {
   s.leak_bytes = args.u64("leak-kib", 0) << 10;
   s.unused_bytes = args.u64("unused-mib", 0) * kMiB;
   s.readback_each_op = args.u64("readback-each-op", 0) != 0;
+  s.caching_allocator = args.u64("caching-allocator", 0) != 0;
 
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");

@@ -42,6 +42,7 @@ struct Settings {
   uint64_t batch_bytes = 4ull << 20;      // pinned H2D batch upload
   uint64_t loss_every = 10;               // async D2H of the loss every N steps
   uint64_t transfer_bytes = 32ull << 20;  // transfer: pageable H2D per step
+  uint64_t pinned_transfer_bytes = 0;     // transfer: also a synchronous pinned H2D per step
   uint64_t alloc_buffers = 4;             // alloc-churn: temporaries per step
   uint64_t alloc_bytes = 8ull << 20;
   uint64_t ckpt_hold_ns = 20'000'000;    // lock: how long ckpt-writer holds the mutex
@@ -56,6 +57,9 @@ struct Settings {
   uint64_t leak_bytes = 0;
   uint64_t unused_bytes = 0;
   bool readback_each_op = false;  // a 4-byte D2H read-back after every launch (sync-bound)
+  // A PyTorch-like caching allocator (caching_allocator.hpp) serves each step's activations; the
+  // batch doubles for the middle third of the steps, and the cache is emptied after it.
+  bool caching_allocator = false;
 
   // straggler
   int ranks = 2;

@@ -27,6 +27,7 @@
 
 #include "gwsim/cudart.h"
 #include "gwsim/nccl.h"
+#include "sim_train/caching_allocator.hpp"
 #include "sim_train/kernels.hpp"
 #include "sim_train/settings.hpp"
 
@@ -51,6 +52,9 @@ struct TrainerStats {
   uint64_t start_ns = 0, halfway_ns = 0, end_ns = 0;
   uint64_t halfway_launches = 0;
   uint64_t save_ns = 0;  // inline-save: time spent writing checkpoints (the ground truth)
+  // --caching-allocator: its reserve at the end, its peak, and how it changed (the ground truth)
+  uint64_t cache_bytes = 0, cache_segments = 0, cache_peak_bytes = 0, cache_peak_segments = 0;
+  uint64_t cache_reserves = 0, cache_sweeps = 0;
 };
 
 class Trainer {
@@ -68,6 +72,7 @@ class Trainer {
   void teardown();
   void step(uint64_t i);
   void upload_batch();
+  void carve_activations(uint64_t i);
   void save_checkpoint();
   void launch_batch(std::span<const Kernel> kernels);
   bool halfway(uint64_t i) const;
@@ -88,6 +93,8 @@ class Trainer {
   std::vector<void*> temps_;      // alloc-churn
   std::vector<void*> leaked_;     // --leak-kib: never freed
   void* d_unused_ = nullptr;      // --unused-mib: never touched
+  void* h_pinned_ = nullptr;      // --pinned-transfer-mib: pinned, copied synchronously
+  CachingAllocator cache_;        // --caching-allocator
 };
 
 // Exits the process with a message when a runtime call fails: sim_train's calls are all

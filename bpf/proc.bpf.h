@@ -220,6 +220,17 @@ struct {
 	__type(value, __u32);
 } gw_known_libs SEC(".maps");
 
+/* Processes stopped for a new runtime file and not yet continued by user space (tgid -> when).
+ * The agent's guardian keeps this map's fd and, when the agent dies (SIGKILL, a crash) before it
+ * read the ring record of a stop, continues every process listed here that is still stopped:
+ * no process is left stopped by a trace that is gone. User space deletes a pid as it continues it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} gw_held_pids SEC(".maps");
+
 /* Set by user space: 0 tells user space about a new file without holding the process. */
 const volatile __u32 gw_hold_new_libs = 1;
 
@@ -316,9 +327,17 @@ int gw_rtld_debug_state(struct pt_regs *ctx)
 	 * continue it. Those are told about without a hold (counted not_held).
 	 */
 	flags = GW_LIB_NOT_HELD;
-	if (gw_hold_new_libs && !task->ptrace && !BPF_CORE_READ(task, signal, tty) &&
-	    bpf_send_signal_thread(GW_SIGSTOP) == 0)
-		flags = GW_LIB_HELD;
+	if (gw_hold_new_libs && !task->ptrace && !BPF_CORE_READ(task, signal, tty)) {
+		/* Listed before it is stopped (a full list: not held), unlisted if the stop failed. */
+		__u64 now = bpf_ktime_get_ns();
+
+		if (bpf_map_update_elem(&gw_held_pids, &tgid, &now, BPF_ANY) == 0) {
+			if (bpf_send_signal_thread(GW_SIGSTOP) == 0)
+				flags = GW_LIB_HELD;
+			else
+				bpf_map_delete_elem(&gw_held_pids, &tgid);
+		}
+	}
 	rec->hdr.flags = flags;
 	bpf_ringbuf_submit(rec, 0);
 	return 0;

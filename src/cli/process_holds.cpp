@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/process_holds.hpp"
 
+#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 namespace gpuwhy::cli {
 
@@ -34,11 +36,20 @@ bool is_stopped(uint32_t pid) {
 // The guardian: reads held pids until the agent's end closes the pipe, then continues those of
 // them still stopped (an agent killed with SIGKILL could not). Ignores the terminal's signals,
 // which reach it with the agent's process group. No allocation: it runs after a fork.
-[[noreturn]] void guard(int fd) {
-  // Nothing of the agent's stays open here: its BPF links must go when the agent closes them, its
-  // trace file's lock with the agent, its output pipes at its exit.
-  if (fd > 0) ::close_range(0, static_cast<unsigned>(fd) - 1, 0);
-  ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
+// `map_fd`: the kernel's list of stopped pids (gw_held_pids), or -1.
+[[noreturn]] void guard(int fd, int map_fd) {
+  // Nothing of the agent's stays open here but the list (a map alone: no program runs for it):
+  // its BPF links must go when the agent closes them, its trace file's lock with the agent, its
+  // output pipes at its exit.
+  int keep[2] = {fd, map_fd};
+  if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+  unsigned from = 0;
+  for (int k : keep) {
+    if (k < 0) continue;
+    if (static_cast<unsigned>(k) > from) ::close_range(from, static_cast<unsigned>(k) - 1, 0);
+    from = static_cast<unsigned>(k) + 1;
+  }
+  ::close_range(from, ~0u, 0);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);
@@ -57,6 +68,15 @@ bool is_stopped(uint32_t pid) {
   }
   for (size_t i = 0; i < n && i < 4096; ++i)
     if (is_stopped(held[i])) ::kill(static_cast<pid_t>(held[i]), SIGCONT);
+  // Stops the agent never heard of (it died with their records unread in the ring), and any the
+  // pipe missed. A pid user space continued is off the list.
+  if (map_fd >= 0) {
+    uint32_t key = 0, next = 0;
+    for (const void* at = nullptr; ::bpf_map_get_next_key(map_fd, at, &next) == 0; at = &key) {
+      key = next;
+      if (is_stopped(key)) ::kill(static_cast<pid_t>(key), SIGCONT);
+    }
+  }
   ::_exit(0);
 }
 
@@ -68,7 +88,7 @@ void ProcessHolds::start_guardian() {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[1]);
-    guard(fds[0]);
+    guard(fds[0], held_map_fd_);
   }
   ::close(fds[0]);
   if (pid < 0) {
@@ -79,7 +99,8 @@ void ProcessHolds::start_guardian() {
   guardian_fd_ = fds[1];
 }
 
-ProcessHolds::ProcessHolds(std::chrono::milliseconds bound) : bound_(bound) {
+ProcessHolds::ProcessHolds(std::chrono::milliseconds bound, int held_map_fd)
+    : bound_(bound), held_map_fd_(held_map_fd) {
   start_guardian();  // before the watchdog thread: the fork copies one thread only
   watchdog_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "gpuwhy-holds");
@@ -111,13 +132,23 @@ void ProcessHolds::held(uint32_t pid) {
 bool ProcessHolds::release(uint32_t pid) {
   std::lock_guard lock(mu_);
   if (held_.erase(pid) == 0) return false;
-  ::kill(static_cast<pid_t>(pid), SIGCONT);
+  continue_pid(pid);
   return true;
+}
+
+void ProcessHolds::continue_pid(uint32_t pid) {
+  if (held_map_fd_ >= 0) (void)::bpf_map_delete_elem(held_map_fd_, &pid);
+  ::kill(static_cast<pid_t>(pid), SIGCONT);
+}
+
+void ProcessHolds::continue_unseen(uint32_t pid) {
+  std::lock_guard lock(mu_);
+  continue_pid(pid);
 }
 
 void ProcessHolds::release_all() {
   std::lock_guard lock(mu_);
-  for (const auto& [pid, since] : held_) ::kill(static_cast<pid_t>(pid), SIGCONT);
+  for (const auto& [pid, since] : held_) continue_pid(pid);
   held_.clear();
 }
 
@@ -142,7 +173,7 @@ void ProcessHolds::watch() {
       cv_.wait_until(lock, due);
       continue;
     }
-    ::kill(static_cast<pid_t>(oldest->first), SIGCONT);
+    continue_pid(oldest->first);
     held_.erase(oldest);
   }
 }

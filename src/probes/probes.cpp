@@ -35,8 +35,10 @@ int libbpf_to_spdlog(enum libbpf_print_level level, const char* fmt, va_list arg
   std::vsnprintf(line.data(), line.size(), fmt, args);
   line.resize(n > 0 ? static_cast<size_t>(n) : 0);
   while (!line.empty() && line.back() == '\n') line.pop_back();
-  if (level == LIBBPF_WARN) spdlog::debug("libbpf: {}", line);  // reported via our own errors
-  else spdlog::trace("libbpf: {}", line);
+  if (level == LIBBPF_WARN)
+    spdlog::debug("libbpf: {}", line);  // reported via our own errors
+  else
+    spdlog::trace("libbpf: {}", line);
   return 0;
 }
 
@@ -62,13 +64,20 @@ struct FileKey {
 
 std::string_view host_family_name(HostFamily f) {
   switch (f) {
-    case HostFamily::Sched: return "sched";
-    case HostFamily::Proc: return "proc";
-    case HostFamily::Syscalls: return "syscalls";
-    case HostFamily::BlockIo: return "block_io";
-    case HostFamily::Tcp: return "tcp";
-    case HostFamily::Reclaim: return "reclaim";
-    case HostFamily::CpuSamples: return "cpu_samples";
+    case HostFamily::Sched:
+      return "sched";
+    case HostFamily::Proc:
+      return "proc";
+    case HostFamily::Syscalls:
+      return "syscalls";
+    case HostFamily::BlockIo:
+      return "block_io";
+    case HostFamily::Tcp:
+      return "tcp";
+    case HostFamily::Reclaim:
+      return "reclaim";
+    case HostFamily::CpuSamples:
+      return "cpu_samples";
   }
   return "?";
 }
@@ -136,14 +145,16 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
     const int e = -err;
     if (e == EPERM)
       return Error{"the kernel refused to load BPF programs (operation not permitted)",
-                   "run as root (sudo), or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (start-up uprobes need it on current kernels; docs/install.md)"};
+                   "run as root (sudo), or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (start-up "
+                   "uprobes need it on current kernels; docs/install.md)"};
     // The verifier answers EACCES for an access it judges unsafe: a program of this build does
     // not pass this kernel's verifier, which no privilege changes.
     if (e == EACCES)
-      return Error{"this kernel's BPF verifier refused a gpuwhy program (an access it judged "
-                   "unsafe)",
-                   "'gpuwhy -vv trace' prints the verifier's log; report it with 'gpuwhy check "
-                   "--json'"};
+      return Error{
+          "this kernel's BPF verifier refused a gpuwhy program (an access it judged "
+          "unsafe)",
+          "'gpuwhy -vv trace' prints the verifier's log; report it with 'gpuwhy check "
+          "--json'"};
     return errno_error("loading the BPF programs failed", e,
                        "run 'gpuwhy check' to see which kernel feature is missing");
   }
@@ -219,8 +230,10 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
   // The linker's hook sees every library a process maps, dlopen()ed ones included; the dlopen
   // return probe (one more uretprobe per dlopen on the host) only stands in for it.
   if (!attach_rtld_hook() && !cfg.syscalls) attach_dlopen_hint();
-  if (cfg.sample_hz) attach_cpu_sampling(cfg.sample_hz);
-  else note_family(HostFamily::CpuSamples, "off", "left out (--sample-hz 0)");
+  if (cfg.sample_hz)
+    attach_cpu_sampling(cfg.sample_hz);
+  else
+    note_family(HostFamily::CpuSamples, "off", "left out (--sample-hz 0)");
   return {};
 }
 
@@ -296,7 +309,8 @@ void Probes::note_family(HostFamily f, std::string state, std::string detail) {
 // space when a process may have loaded a GPU runtime. Not fatal: the periodic scan remains.
 void Probes::attach_dlopen_hint() {
   auto warn = [&](const std::string& why) {
-    warnings_.push_back("no dlopen hint (" + why + "): runtimes loaded later are found by the "
+    warnings_.push_back("no dlopen hint (" + why +
+                        "): runtimes loaded later are found by the "
                         "periodic scan, up to 10 s late");
   };
   auto libc = discover::host_dlopen_library();
@@ -304,8 +318,8 @@ void Probes::attach_dlopen_hint() {
   auto offset = discover::function_probe_offset(*libc, "dlopen");
   if (!offset) return warn(offset.error().what);
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
-  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.gw_dlopen_return, -1,
-                                                   libc->c_str(), *offset, &opts);
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.gw_dlopen_return, -1, libc->c_str(),
+                                                   *offset, &opts);
   if (!link) return warn(*libc + ": " + std::strerror(errno));
   links_.push_back(link);
 }
@@ -335,6 +349,8 @@ bool Probes::attach_rtld_hook() {
   rtld_detail_ = *ld;
   return true;
 }
+
+int Probes::held_pids_map_fd() const { return bpf_map__fd(skel_->maps.gw_held_pids); }
 
 Status Probes::mark_known(uint32_t dev_major, uint32_t dev_minor, uint64_t inode) {
   const FileKey key{inode, (dev_major << 20) | dev_minor, 0};
@@ -372,7 +388,8 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
   auto entry = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_entry_multi), lib.path,
                                    offsets, cookies, false);
   Result<int> ret = -1;  // no return link when every function here is entry-only
-  if (!entry) ret = entry.error();
+  if (!entry)
+    ret = entry.error();
   else if (!ret_offsets.empty())
     ret = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi), lib.path,
                               ret_offsets, ret_cookies, true);
@@ -424,8 +441,8 @@ std::vector<AttachedSite> Probes::attach_library_single(
 
 Status Probes::track_pid(uint32_t pid) {
   uint32_t one = 1;
-  if (bpf_map__update_elem(skel_->maps.gw_tracked, &pid, sizeof(pid), &one, sizeof(one),
-                           BPF_ANY) != 0)
+  if (bpf_map__update_elem(skel_->maps.gw_tracked, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY) !=
+      0)
     return errno_error("cannot track pid " + std::to_string(pid), errno);
   return {};
 }

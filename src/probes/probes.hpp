@@ -36,15 +36,15 @@ inline constexpr uint32_t kDefaultSampleHz = 199;
 int probe_cpu_clock();
 
 struct ProbeConfig {
-  uint64_t min_offcpu_ns = 0;         // shorter off-CPU intervals are not emitted
-  uint64_t min_syscall_ns = 1'000'000; // only slow syscalls are emitted
-  bool filter_pids = false;           // only processes added with track_pid() emit API calls
+  uint64_t min_offcpu_ns = 0;           // shorter off-CPU intervals are not emitted
+  uint64_t min_syscall_ns = 1'000'000;  // only slow syscalls are emitted
+  bool filter_pids = false;             // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
-  uint32_t launch_read_mask = 0;      // gw_config.launch_read_mask (0: every launch reads memory)
+  uint32_t launch_read_mask = 0;  // gw_config.launch_read_mask (0: every launch reads memory)
   // Launches that read no memory go to the thread's batch (their probes' GW_COOKIE_BATCHED);
   // what threads still hold at stop is read by open_launch_batches().
   bool launch_batch = false;
-  uint32_t entry_only_categories = 0; // bit 1 << Category: no return probe, recorded at entry
+  uint32_t entry_only_categories = 0;  // bit 1 << Category: no return probe, recorded at entry
   bool uprobe_multi = true;  // false: one uprobe per function even where uprobe_multi exists
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
@@ -111,6 +111,9 @@ class Probes {
   // starting with its gw_launch_batch), for tests that place a batch where a thread that kept its
   // CPU would have left it.
   int thread_calls_map_fd() const;
+  // The processes the kernel stopped for a new runtime file and user space has not continued
+  // (gw_held_pids: u32 tgid -> u64 ns); ProcessHolds and its guardian keep it.
+  int held_pids_map_fd() const;
   size_t thread_calls_value_size() const;
 
   // The addresses of captured user stack `id`, innermost first; empty when the map has none.
@@ -144,22 +147,21 @@ class Probes {
   // it cannot be had.
   bool attach_rtld_hook();
   void note_family(HostFamily f, std::string state, std::string detail);
-  std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib,
-                                                  uint16_t lib_id,
+  std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib, uint16_t lib_id,
                                                   const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
-  bool multi_ = false;          // uprobe_multi links (Linux >= 6.6)
-  bool rtld_hook_ = false;      // gw_rtld_debug_state loaded and attached
+  bool multi_ = false;      // uprobe_multi links (Linux >= 6.6)
+  bool rtld_hook_ = false;  // gw_rtld_debug_state loaded and attached
   std::string rtld_detail_;
-  uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
-  bool launch_batch_ = false;    // ProbeConfig::launch_batch
+  uint32_t entry_only_ = 0;    // ProbeConfig::entry_only_categories
+  bool launch_batch_ = false;  // ProbeConfig::launch_batch
   bool entry_only(const ApiInfo& api) const {
     return (entry_only_ & category_bit(api.category)) != 0;
   }
   uint64_t cookie(const ApiInfo& api, uint16_t lib_id) const {
     return make_cookie(api, lib_id, entry_only(api), launch_batch_);
   }
-  std::vector<int> multi_fds_;  // per library: an entry link, a return link unless all entry-only
+  std::vector<int> multi_fds_;    // per library: an entry link, a return link unless all entry-only
   std::vector<bpf_link*> links_;  // a sampling timer's link owns its perf_event fd
   std::vector<std::string> warnings_;
   std::vector<FamilyState> families_;

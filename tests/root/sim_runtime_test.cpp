@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real agent with real eBPF against the simulated GPU runtime, whose ground truth lets these
 // tests check the agent's numbers, not just its words.
-#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -77,9 +79,9 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
   // The first steps may run before the probes reach the new process: let it load first. Kernels
   // three times their default length keep the GPU ahead of the host, so every step's sync really
   // waits (at the default length a busy 2-CPU machine left some runs with 1-2 ms of waiting).
-  RunResult w = run({workload("sim_train"), "--scenario", "clean", "--steps", "150",
-                     "--kernel-scale", "3"},
-                    {{"GWSIM_TRUTH", dir.file("truth.json")}, {"GW_START_DELAY_MS", "300"}});
+  RunResult w =
+      run({workload("sim_train"), "--scenario", "clean", "--steps", "150", "--kernel-scale", "3"},
+          {{"GWSIM_TRUTH", dir.file("truth.json")}, {"GW_START_DELAY_MS", "300"}});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   auto f = open_trace(db);
@@ -88,8 +90,10 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
   const json truth = read_json(dir.file("truth.json"));
   const int pid = truth["pid"].get<int>();
   EXPECT_GT(scalar(*f, "SELECT count(*) FROM api_calls WHERE pid = " + std::to_string(pid)), 100);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
-                       "a.name = 'cudaLaunchKernel' AND c.pid = " + std::to_string(pid)),
+  EXPECT_EQ(scalar(*f,
+                   "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                   "a.name = 'cudaLaunchKernel' AND c.pid = " +
+                       std::to_string(pid)),
             truth["calls"]["cudaLaunchKernel"].get<int64_t>());
 
   int compared = 0;
@@ -97,9 +101,11 @@ TEST_F(SimRuntime, LateProcessIsTracedAndSyncOffCpuMatchesTruth) {
     if (!t.contains("blocked_by_api") || !t["blocked_by_api"].contains("cudaStreamSynchronize"))
       continue;
     const int64_t sim_ns = t["blocked_by_api"]["cudaStreamSynchronize"]["ns"].get<int64_t>();
-    const int64_t traced_ns = scalar(
-        *f, "SELECT sum(offcpu_ns) FROM v_call_offcpu WHERE name = 'cudaStreamSynchronize' "
-            "AND tid = " + std::to_string(t["tid"].get<int>()));
+    const int64_t traced_ns =
+        scalar(*f,
+               "SELECT sum(offcpu_ns) FROM v_call_offcpu WHERE name = 'cudaStreamSynchronize' "
+               "AND tid = " +
+                   std::to_string(t["tid"].get<int>()));
     ASSERT_GT(sim_ns, 10'000'000) << "the workload must really wait";
     // The simulator's clock brackets its condition-variable wait from user space; the kernel sees
     // the switch-out and switch-in themselves. They agree to within scheduling noise.
@@ -126,8 +132,8 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   args.insert(args.end(), flags.begin(), flags.end());
   Agent agent(db, args, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  RunResult w = run({workload("lib_copy"), "--delay-ms", "600", "--call-delay-ms", "300",
-                     "--linger-ms", "100"});
+  RunResult w = run(
+      {workload("lib_copy"), "--delay-ms", "600", "--call-delay-ms", "300", "--linger-ms", "100"});
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   const json first = json::parse(w.out.substr(0, w.out.find('\n')));
@@ -137,31 +143,41 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
   ASSERT_TRUE(f);
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM libraries WHERE path = '" + copy + "'"), 1)
       << agent.stderr_text();
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN libraries l ON l.id = c.lib "
-                       "WHERE l.path = '" + copy + "' AND c.bytes = 777777"), 1)
+  EXPECT_EQ(scalar(*f,
+                   "SELECT count(*) FROM api_calls c JOIN libraries l ON l.id = c.lib "
+                   "WHERE l.path = '" +
+                       copy + "' AND c.bytes = 777777"),
+            1)
       << "cudaMalloc(777777) through the copy; agent said: " << agent.stderr_text();
   const int64_t slow_syscalls = scalar(*f, "SELECT count(*) FROM syscalls WHERE pid = " + pid);
-  if (syscalls) EXPECT_GT(slow_syscalls, 0);
-  else EXPECT_EQ(slow_syscalls, 0);
+  if (syscalls)
+    EXPECT_GT(slow_syscalls, 0);
+  else
+    EXPECT_EQ(slow_syscalls, 0);
   // The scheduler saw which syscall the linger slept in (read from the saved user registers),
   // and the 300 ms between dlopen and the first call: the process is tracked from the moment the
   // dynamic linker's hook holds it for the new file.
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM offcpu o JOIN syscall_names n ON n.nr = o.syscall "
-                       "WHERE o.pid = " + pid + " AND o.dur >= 90000000 AND n.name IN "
+  EXPECT_EQ(scalar(*f,
+                   "SELECT count(*) FROM offcpu o JOIN syscall_names n ON n.nr = o.syscall "
+                   "WHERE o.pid = " +
+                       pid +
+                       " AND o.dur >= 90000000 AND n.name IN "
                        "('nanosleep', 'clock_nanosleep')"),
             2)
       << "the 300 ms call delay and the 100 ms linger";
   // The file says which evidence cannot exist, for an explain run elsewhere.
   EXPECT_EQ(scalar(*f, std::string("SELECT count(*) FROM probe_families WHERE family = 'syscalls' "
-                                   "AND state = '") + (syscalls ? "on" : "off") + "'"),
+                                   "AND state = '") +
+                           (syscalls ? "on" : "off") + "'"),
             1);
   // sched, proc, block_io, tcp, reclaim, cpu_samples, how the API probes were attached
   // (api_uprobes), the dynamic linker's hook (rtld_hook) and Python stacks (python_stacks);
   // syscalls when asked for.
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"),
             syscalls ? 10 : 9);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
-                       "detail LIKE 'uprobe_multi%'"),
+  EXPECT_EQ(scalar(*f,
+                   "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
+                   "detail LIKE 'uprobe_multi%'"),
             1);
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", db});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
@@ -169,6 +185,38 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
             !syscalls)
       << ex.out;
   EXPECT_EQ(ex.out.find("no slow syscalls"), std::string::npos) << ex.out;
+}
+
+// The process state letter of /proc/PID/stat ('T': stopped), 0 when it cannot be read.
+char proc_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : 0;
+}
+
+// An agent killed (SIGKILL) before it read the ring record of a process the kernel stopped for a
+// new runtime file never told its guardian of that process: the guardian finds it in the
+// kernel's list of held pids (gw_held_pids) and continues it. The record's loss is forced
+// (GPUWHY_TEST_DROP_HOLD_HINTS): otherwise the agent reads it within milliseconds.
+TEST_F(SimRuntime, AProcessHeldByAnAgentThatDiesIsContinued) {
+  ::setenv("GPUWHY_TEST_DROP_HOLD_HINTS", "1", 1);
+  Agent agent(dir.file("t.db"), {"--no-host-libs"}, dir);
+  ::unsetenv("GPUWHY_TEST_DROP_HOLD_HINTS");
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  Child w({workload("lib_copy"), "--delay-ms", "100", "--call-delay-ms", "10", "--linger-ms", "10"},
+          dir.path);
+  bool stopped = false;
+  for (int i = 0; i < 500 && !stopped; ++i) {
+    stopped = proc_state(w.pid()) == 'T';
+    if (!stopped) usleep(10'000);
+  }
+  ASSERT_TRUE(stopped) << "the kernel should have held the workload at its dlopen";
+  usleep(300'000);  // nobody else continues it: the agent dropped the hint
+  EXPECT_EQ(proc_state(w.pid()), 'T');
+  agent.kill9();
+  EXPECT_EQ(w.wait(30), 0) << "the held workload must run on and finish once the agent is gone: "
+                           << w.stderr_text();
 }
 
 TEST_F(SimRuntime, LibraryCopyAtANewPathIsPickedUp) {
@@ -185,8 +233,9 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
   auto f = trace_launch_storm(dir, {"--ring-kb", "4"}, calls);
   ASSERT_TRUE(f);
   const int64_t stored = scalar(*f, std::string("SELECT count(*)") + kLaunches);
-  const int64_t lost = scalar(*f, "SELECT count FROM losses WHERE source = 'bpf' AND "
-                                  "cause = 'events_ring_full'");
+  const int64_t lost = scalar(*f,
+                              "SELECT count FROM losses WHERE source = 'bpf' AND "
+                              "cause = 'events_ring_full'");
   EXPECT_GT(lost, 0);
   EXPECT_LT(stored, calls);
   // Every launch is either stored or counted as lost (off-CPU records share the ring, so the
@@ -215,12 +264,15 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
               calls - calls / every);
     EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), calls / every)
         << "a batched launch keeps no shape";
-    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8 AND tpb IS NULL AND "
-                         "addr IS NOT NULL AND dur > 0 AND ret = 0"),
+    EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches +
+                             " AND flags & 8 AND tpb IS NULL AND "
+                             "addr IS NOT NULL AND dur > 0 AND ret = 0"),
               calls - calls / every);
     EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + launches), 1) << "one kernel";
-    const int64_t stream = scalar(*f, "SELECT c.stream" + std::string(" FROM api_calls c JOIN apis "
-                                      "a ON a.id = c.api WHERE a.name = 'cudaStreamSynchronize'"));
+    const int64_t stream =
+        scalar(*f, "SELECT c.stream" +
+                       std::string(" FROM api_calls c JOIN apis "
+                                   "a ON a.id = c.api WHERE a.name = 'cudaStreamSynchronize'"));
     EXPECT_GT(stream, 0);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stream = " + std::to_string(stream)),
               calls / every);
@@ -245,16 +297,20 @@ TEST_F(SimRuntime, SingleUprobesRecordWhatUprobeMultiDoes) {
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), calls - calls / 64);
     EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + launches), 1) << "one kernel";
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND addr IS NULL"), 0);
-    EXPECT_GT(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
-                         "a.name = 'cudaStreamSynchronize'"),
+    EXPECT_GT(scalar(*f,
+                     "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                     "a.name = 'cudaStreamSynchronize'"),
               0);
-    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
-                         "a.name = 'cudaStreamSynchronize'"),
-              scalar(*f, "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
-                         "a.name = 'cudaStreamSynchronize' AND dur > 0"))
+    EXPECT_EQ(scalar(*f,
+                     "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                     "a.name = 'cudaStreamSynchronize'"),
+              scalar(*f,
+                     "SELECT count(*) FROM api_calls c JOIN apis a ON a.id = c.api WHERE "
+                     "a.name = 'cudaStreamSynchronize' AND dur > 0"))
         << "calls that are not launches keep their return probe";
-    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
-                         "detail LIKE 'single uprobes%'"),
+    EXPECT_EQ(scalar(*f,
+                     "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
+                     "detail LIKE 'single uprobes%'"),
               1);
   }
 }
@@ -270,8 +326,9 @@ TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 0) << "nothing batched";
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND tpb = 256 AND blocks = 64"), calls);
   EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / 64);
-  EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM event_counts WHERE source = "
-                       "'launch_batch'"),
+  EXPECT_EQ(scalar(*f,
+                   "SELECT coalesce(sum(count), 0) FROM event_counts WHERE source = "
+                   "'launch_batch'"),
             0);
 }
 
@@ -294,8 +351,9 @@ TEST_F(SimRuntime, LaunchesOfAThreadStillRunningAtStopAreKept) {
   const std::string launches = kLaunches;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), 10);
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 9);
-  EXPECT_GE(scalar(*f, "SELECT sum(count) FROM event_counts WHERE source IN ('launch_batch', "
-                       "'launch_batch_at_stop')"),
+  EXPECT_GE(scalar(*f,
+                   "SELECT sum(count) FROM event_counts WHERE source IN ('launch_batch', "
+                   "'launch_batch_at_stop')"),
             1);
   EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT tid)" + launches), 1);
 }
@@ -309,16 +367,24 @@ TEST_F(SimRuntime, EntryOnlyLaunchesAreRecordedWithoutReturnProbes) {
   ASSERT_TRUE(f);
   const std::string launches = kLaunches;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
-  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND dur IS NULL AND ret IS NULL AND "
-                       "flags & 4 AND addr IS NOT NULL"), calls);
+  EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches +
+                           " AND dur IS NULL AND ret IS NULL AND "
+                           "flags & 4 AND addr IS NOT NULL"),
+            calls);
   // One in 64 read in full, the others batched at entry.
   EXPECT_EQ(scalar(*f, "SELECT count(tpb)" + launches), (calls + 63) / 64);
-  EXPECT_GT(scalar(*f, "SELECT c.dur FROM api_calls c JOIN apis a ON a.id = c.api "
-                       "WHERE a.name = 'cudaStreamSynchronize'"), 0);
-  EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM event_counts "
-                       "WHERE source = 'return_unmatched'"), 0);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE family = 'returns:launch' AND "
-                       "state = 'off'"), 1);
+  EXPECT_GT(scalar(*f,
+                   "SELECT c.dur FROM api_calls c JOIN apis a ON a.id = c.api "
+                   "WHERE a.name = 'cudaStreamSynchronize'"),
+            0);
+  EXPECT_EQ(scalar(*f,
+                   "SELECT coalesce(sum(count), 0) FROM event_counts "
+                   "WHERE source = 'return_unmatched'"),
+            0);
+  EXPECT_EQ(scalar(*f,
+                   "SELECT count(*) FROM probe_families WHERE family = 'returns:launch' AND "
+                   "state = 'off'"),
+            1);
 }
 
 // With --stacks every launch carries a stack id, and the trace holds that stack resolved on the
@@ -330,19 +396,21 @@ TEST_F(SimRuntime, StacksAreStoredWithFunctionNames) {
   ASSERT_TRUE(f);
   const std::string launches = kLaunches;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stack_id >= 0"), calls);
-  const std::string id =
-      std::to_string(scalar(*f, "SELECT stack_id" + launches + " GROUP BY stack_id "
-                                "ORDER BY count(*) DESC LIMIT 1"));
+  const std::string id = std::to_string(scalar(*f, "SELECT stack_id" + launches +
+                                                       " GROUP BY stack_id "
+                                                       "ORDER BY count(*) DESC LIMIT 1"));
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
-                       " AND depth = 0 AND symbol LIKE 'cudaLaunchKernel+0x%' AND "
-                       "module LIKE '%/libcudart.so.13'"),
+                           " AND depth = 0 AND symbol LIKE 'cudaLaunchKernel+0x%' AND "
+                           "module LIKE '%/libcudart.so.13'"),
             1);
-  EXPECT_EQ(scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
-                       " AND depth > 0 AND symbol LIKE 'main+0x%' AND module LIKE '%/launch_storm'"),
-            1);
+  EXPECT_EQ(
+      scalar(*f, "SELECT count(*) FROM stack_frames WHERE stack_id = " + id +
+                     " AND depth > 0 AND symbol LIKE 'main+0x%' AND module LIKE '%/launch_storm'"),
+      1);
   // main() is the launches' call site: the view counts them there.
-  EXPECT_EQ(scalar(*f, "SELECT sum(calls) FROM v_call_sites WHERE name = 'cudaLaunchKernel' AND "
-                       "symbol LIKE 'main+0x%'"),
+  EXPECT_EQ(scalar(*f,
+                   "SELECT sum(calls) FROM v_call_sites WHERE name = 'cudaLaunchKernel' AND "
+                   "symbol LIKE 'main+0x%'"),
             calls);
 }
 

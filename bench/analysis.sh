@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Analysis on a large trace: bench/gen_trace writes a realistic $EVENTS-event trace (api_calls and
-# offcpu rows of 4 training processes, 3 threads each, through store::TraceWriter, the agent's
+# offcpu rows of $PROCESSES training processes (default 4), 3 threads each, through store::TraceWriter, the agent's
 # own write path), reporting the writer's rows/s, the final index build and bytes per event; then
 # each command below is timed $RUNS times (wall clock around the process, peak RSS from GNU time;
 # first run included, the file is in the page cache after gen_trace wrote it).
 #
-# usage: bench/analysis.sh   (env: EVENTS=10000000 RUNS=5 KEEP=0 SKIP_EXPLAIN=0)
+# usage: bench/analysis.sh   (env: EVENTS=10000000 PROCESSES=4 RUNS=5 KEEP=0 SKIP_EXPLAIN=0)
 source "$(dirname "$0")/lib/common.sh"
 need_file "$GPUWHY" "$GEN_TRACE"
 [ -x /usr/bin/time ] || die "GNU time (/usr/bin/time, package 'time') is needed"
 
 EVENTS=${EVENTS:-10000000}
+PROCESSES=${PROCESSES:-4}
 DB=$GW_BENCH_OUT/analysis-$EVENTS.db
 TSV=$GW_BENCH_OUT/analysis.tsv
 echo -e "command\trun\tseconds\tmax_rss_kib" >"$TSV"
 
 log "gen_trace: $EVENTS events -> $DB"
-GEN=$("$GEN_TRACE" --out "$DB" --events "$EVENTS")
+GEN=$("$GEN_TRACE" --out "$DB" --events "$EVENTS" --processes "$PROCESSES")
 echo "$GEN" >"$GW_BENCH_OUT/gen_trace.json"
 log "$GEN"
 

@@ -130,15 +130,22 @@ Result<BatchPlan> plan_batches(sqlite3* db, const LoadOptions& opt, uint64_t max
       rest.push_back(p);
   }
   if (!job.empty()) plan.batches.push_back(job);
-  // First fit, largest first: few batches, none over the limit unless one process is.
+  // First fit, largest first, into batches of about equal size (the fewest that stay under the
+  // limit): the next batch is read while one is analysed, and equal batches overlap best. None
+  // is over the limit unless one process is.
   std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
+  uint64_t rest_rows = 0;
+  for (const auto& p : rest) rest_rows += p.first;
+  const uint64_t count = std::max<uint64_t>(1, (rest_rows + max_rows - 1) / max_rows);
+  // A quarter over the mean, so that processes of nearly equal size still pair up.
+  const uint64_t target = std::min(max_rows, (rest_rows + count - 1) / count * 5 / 4);
   std::vector<uint64_t> filled;
   const size_t first = plan.batches.size();
   for (const auto& [n, pid] : rest) {
     size_t b = first;
-    while (b < plan.batches.size() && filled[b - first] + n > max_rows) ++b;
+    while (b < plan.batches.size() && filled[b - first] + n > target) ++b;
     if (b == plan.batches.size()) {
       plan.batches.emplace_back();
       filled.push_back(0);

@@ -18,6 +18,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 #include <numeric>
 
 #include "core/wrapping.hpp"
@@ -265,6 +268,18 @@ std::string ChunkBuilder::encode(uint32_t sort_col) {
 
 bool chunk_damaged(const Error& e) { return e.what.starts_with(kCorruptPrefix); }
 
+namespace {
+// Byte b of a presence bitmap as eight bytes of 0 or 1 (row order = bit order, little endian).
+constexpr std::array<uint64_t, 256> spread_bits() {
+  std::array<uint64_t, 256> t{};
+  for (unsigned b = 0; b < 256; ++b)
+    for (unsigned i = 0; i < 8; ++i) t[b] |= uint64_t{(b >> i) & 1u} << (8 * i);
+  return t;
+}
+constexpr std::array<uint64_t, 256> kSpreadBits = spread_bits();
+static_assert(std::endian::native == std::endian::little, "kSpreadBits is stored as bytes");
+}  // namespace
+
 Status decode_chunk(std::string_view blob, Chunk& out) {
   if (blob.empty()) return corrupt("empty chunk");
   uint8_t format = static_cast<uint8_t>(blob[0]);
@@ -303,10 +318,18 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
       continue;
     }
     const bool bitmap = tag & kHasBitmap;
+    const uint8_t* bits = nullptr;
     if (bitmap) {
-      const uint8_t* bits = in.take((rows + 7) / 8);
+      bits = in.take((rows + 7) / 8);
       if (!bits) break;
-      for (uint32_t r = 0; r < rows; ++r) pres[r] = (bits[r / 8] >> (r % 8)) & 1;
+      // Eight rows per bitmap byte: the nullable columns (sizes, addresses, stacks) are most of
+      // a chunk's columns, and most of their rows are absent.
+      uint32_t r = 0;
+      for (; r + 8 <= rows; r += 8) {
+        const uint64_t spread = kSpreadBits[bits[r / 8]];
+        std::memcpy(pres + r, &spread, 8);
+      }
+      for (; r < rows; ++r) pres[r] = (bits[r / 8] >> (r % 8)) & 1;
     } else {
       std::fill(pres, pres + rows, 1);
     }
@@ -317,7 +340,15 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
         for (uint32_t r = 0; r < rows; ++r) v[r] = next();
         return;
       }
-      for (uint32_t r = 0; r < rows; ++r) v[r] = pres[r] && in.ok() ? next() : 0;
+      uint32_t r = 0;
+      for (; r + 8 <= rows; r += 8) {
+        if (bits[r / 8] == 0) {  // eight absent rows
+          std::memset(v + r, 0, 8 * sizeof(int64_t));
+          continue;
+        }
+        for (uint32_t k = r; k < r + 8; ++k) v[k] = pres[k] && in.ok() ? next() : 0;
+      }
+      for (; r < rows; ++r) v[r] = pres[r] && in.ok() ? next() : 0;
     };
     switch (mode) {
       case kConst: {

@@ -41,12 +41,17 @@ int64_t last_event_by_scan(sqlite3* db) {
   return last;
 }
 
-// Column positions of a chunked table, by name: the loader reads chunks without SQL.
+// Column positions of a chunked table, by name: the loader reads chunks without SQL. The columns
+// asked for are the ones a scan decodes (`want`): the rest are stepped over.
 struct Columns {
   const store::ChunkedTable* table;
-  uint32_t operator[](std::string_view name) const {
+  uint64_t want = 0;
+  uint32_t operator[](std::string_view name) {
     for (uint32_t i = 0; i < table->columns.size(); ++i)
-      if (table->columns[i] == name) return i;
+      if (table->columns[i] == name) {
+        want |= uint64_t{1} << i;
+        return i;
+      }
     return UINT32_MAX;  // reads as NULL (Chunk::value/is_null past the stored columns)
   }
 };
@@ -90,9 +95,10 @@ struct PartRows {
 // `only`: an SQL condition on the chunk's columns (a batch's "pid IN (...)"), or empty: chunks
 // it rules out are never read, let alone decoded.
 template <class Row, class Fn>
-Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t from, int64_t to,
-                   Keep keep, Fn each, std::vector<Row>& out,
-                   std::vector<size_t>* part_start = nullptr, const std::string& only = {}) {
+Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to, Keep keep,
+                   Fn each, std::vector<Row>& out, std::vector<size_t>* part_start = nullptr,
+                   const std::string& only = {}) {
+  const store::ChunkedTable& table = *cols.table;
   const std::string chunks = table.chunks();
   const std::string where =
       " WHERE end_max >= ?1 AND ts_min < ?2" + (only.empty() ? std::string() : " AND " + only);
@@ -146,7 +152,7 @@ Status scan_chunks(ScanPool& pool, const store::ChunkedTable& table, int64_t fro
     q.bind(4, parts[k].hi);
     store::Chunk c;
     while (q.step() == SQLITE_ROW) {
-      if (Status d = store::decode_chunk(q.blob(0), c); !d) {
+      if (Status d = store::decode_chunk(q.blob(0), c, cols.want); !d) {
         if (!damage || !store::chunk_damaged(d.error())) {
           status[k] = d;
           return;
@@ -458,7 +464,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");
   ScanPool pool(db, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  const Columns ac{store::find_chunked_table("api_calls")};
+  Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
                  c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"],
@@ -489,7 +495,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   std::vector<size_t> part_start;
   PendingExt window_ext(pool.size());
   st = scan_chunks(
-      pool, *ac.table, from, to, Keep::Most,
+      pool, ac, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
         const int64_t ts = k.value(c_ts, r);
         if (ts < from || ts >= to) return;
@@ -548,7 +554,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // The chunks before the window are decoded for their few allocations and frees.
   PendingExt early_ext(pool.size());
   st = scan_chunks(
-      pool, *ac.table, INT64_MIN, from, Keep::Few,
+      pool, ac, INT64_MIN, from, Keep::Few,
       [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
         if (k.value(c_ts, r) >= from || !memory_api(static_cast<uint16_t>(k.value(c_api, r))) ||
             !keep(static_cast<uint32_t>(k.value(c_pid, r))))
@@ -566,7 +572,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const int64_t t = k.value(ts, r);
     return t < to && t + k.value(dur, r) > from;
   };
-  const Columns oc{store::find_chunked_table("offcpu")};
+  Columns oc{store::find_chunked_table("offcpu")};
   const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
                  o_tid = oc["tid"], o_cpu = oc["cpu"], o_pre = oc["preempted"],
                  o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
@@ -574,7 +580,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
                  o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"];
   st = scan_chunks(
-      pool, *oc.table, from, to, Keep::Most,
+      pool, oc, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         OffCpuRow o;
         o.pid = static_cast<uint32_t>(k.value(o_pid, r));
@@ -618,11 +624,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       rows.offcpu, nullptr, only);
   if (!st) return st.error();
   timer.lap("offcpu");
-  const Columns sc{store::find_chunked_table("syscalls")};
+  Columns sc{store::find_chunked_table("syscalls")};
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
                  s_nr = sc["nr"], s_ret = sc["ret"];
   st = scan_chunks(
-      pool, *sc.table, from, to, Keep::Most,
+      pool, sc, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
         if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
@@ -632,11 +638,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       },
       rows.syscalls, nullptr, only);
   if (!st) return st.error();
-  const Columns bc{store::find_chunked_table("block_io")};
+  Columns bc{store::find_chunked_table("block_io")};
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
   st = scan_chunks(
-      pool, *bc.table, from, to, Keep::Most,
+      pool, bc, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
         if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
@@ -647,11 +653,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       },
       rows.block_io, nullptr, only);
   if (!st) return st.error();
-  const Columns rc{store::find_chunked_table("reclaim")};
+  Columns rc{store::find_chunked_table("reclaim")};
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
                  r_n = rc["nr_reclaimed"];
   st = scan_chunks(
-      pool, *rc.table, from, to, Keep::Most,
+      pool, rc, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
         if (!keep(pid) || !overlaps(k, r, r_ts, r_dur)) return;
@@ -662,12 +668,12 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       rows.reclaim, nullptr, only);
   if (!st) return st.error();
   if (has_table(db, "cpu_samples_chunks")) {
-    const Columns cc{store::find_chunked_table("cpu_samples")};
+    Columns cc{store::find_chunked_table("cpu_samples")};
     const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
                    c_cpy = cc["py_stack"];
     st = scan_chunks(
-        pool, *cc.table, from, to, Keep::Most,
+        pool, cc, from, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
           if (!overlaps(k, r, c_ts, c_dur)) return;  // other processes' are split off below
@@ -694,11 +700,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // Who held the CPUs the traced threads waited for: every run overlapping the window, whoever
   // ran (ABI 5; older files have no such table).
   if (has_table(db, "cpu_runs_chunks")) {
-    const Columns rc{store::find_chunked_table("cpu_runs")};
+    Columns rc{store::find_chunked_table("cpu_runs")};
     const uint32_t u_ts = rc["ts"], u_dur = rc["dur"], u_cpu = rc["cpu"], u_pid = rc["pid"],
                    u_tid = rc["tid"], u_comm = rc["comm"];
     st = scan_chunks(
-        pool, *rc.table, from, to, Keep::Most,
+        pool, rc, from, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           if (!overlaps(k, r, u_ts, u_dur)) return;
           CpuRunRow u;
@@ -718,11 +724,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   if (has_table(db, "wait_migrations_chunks")) {
     int64_t first_wait = from;
     for (const OffCpuRow& o : rows.offcpu) first_wait = std::min(first_wait, o.end() - o.runq);
-    const Columns mc{store::find_chunked_table("wait_migrations")};
+    Columns mc{store::find_chunked_table("wait_migrations")};
     const uint32_t m_ts = mc["ts"], m_pid = mc["pid"], m_tid = mc["tid"], m_from = mc["from_cpu"],
                    m_to = mc["to_cpu"];
     st = scan_chunks(
-        pool, *mc.table, first_wait, to, Keep::Most,
+        pool, mc, first_wait, to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(m_pid, r));
           const int64_t ts = k.value(m_ts, r);

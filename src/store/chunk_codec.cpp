@@ -192,6 +192,14 @@ class Cursor {
     }
     return fail();
   }
+  // Steps over n varints without decoding them (a column the reader does not want).
+  bool skip_varints(uint64_t n) {
+    for (; n > 0; ++p_) {
+      if (p_ >= end_) return fail(), false;
+      n -= *p_ < 0x80;
+    }
+    return true;
+  }
   const uint8_t* take(size_t n) {
     if (static_cast<size_t>(end_ - p_) < n) {
       fail();
@@ -280,7 +288,35 @@ constexpr std::array<uint64_t, 256> kSpreadBits = spread_bits();
 static_assert(std::endian::native == std::endian::little, "kSpreadBits is stored as bytes");
 }  // namespace
 
-Status decode_chunk(std::string_view blob, Chunk& out) {
+namespace {
+// Steps `in` over the values of a column of `mode` with `count` present rows.
+Status skip_column(Cursor& in, uint8_t mode, uint64_t count, uint8_t format) {
+  switch (mode) {
+    case kConst:
+      (void)in.varint();
+      return {};
+    case kDelta:
+    case kPlain:
+      (void)in.skip_varints(count);
+      return {};
+    case kDict:
+    case kBits: {
+      const uint64_t n = in.varint();
+      const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
+      if (!in.ok() || n == 0 || n > max || (mode == kBits && format < 2))
+        return corrupt("bad dictionary");
+      if (!in.skip_varints(n)) return {};
+      const uint64_t bytes = mode == kDict ? count : (count * index_bits(n < 2 ? 2 : n) + 7) / 8;
+      (void)in.take(bytes);
+      return {};
+    }
+    default:
+      return corrupt("unknown column encoding " + std::to_string(mode));
+  }
+}
+}  // namespace
+
+Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
   if (blob.empty()) return corrupt("empty chunk");
   uint8_t format = static_cast<uint8_t>(blob[0]);
   if (format == 3) {
@@ -322,6 +358,20 @@ Status decode_chunk(std::string_view blob, Chunk& out) {
     if (bitmap) {
       bits = in.take((rows + 7) / 8);
       if (!bits) break;
+    }
+    if (!((want >> c) & 1)) {  // stepped over: its values' extent, nothing stored
+      uint64_t count = rows;
+      if (bitmap) {
+        count = 0;
+        for (uint32_t r = 0; r < rows; ++r) count += (bits[r / 8] >> (r % 8)) & 1;
+      }
+      if (Status st = skip_column(in, mode, count, format); !st) return st;
+      if (!in.ok()) break;
+      std::fill(pres, pres + rows, 0);
+      std::fill(v, v + rows, 0);
+      continue;
+    }
+    if (bitmap) {
       // Eight rows per bitmap byte: the nullable columns (sizes, addresses, stacks) are most of
       // a chunk's columns, and most of their rows are absent.
       uint32_t r = 0;

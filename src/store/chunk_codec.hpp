@@ -3,10 +3,10 @@
 // high-rate event tables (api_calls, offcpu, ...). One chunk holds the rows of one thread, sorted
 // by time; each column is stored on its own as all-NULL, one constant, a dictionary of at most
 // 256 values (at most 16: indexes packed into bits), deltas from the previous row or plain values
-// (zigzag varints), whichever is smallest, with a presence bitmap when the column has NULLs. Time columns become 1-3 byte deltas
-// and pointers repeat (a few streams, a few kernels), so a GPU API call takes ~10-20 bytes
-// instead of a ~75-byte SQLite row plus its index entry, and decoding it is a tight loop instead
-// of SQLite's record parser. See docs/schema.md "Chunked event tables".
+// (zigzag varints), whichever is smallest, with a presence bitmap when the column has NULLs. Time
+// columns become 1-3 byte deltas and pointers repeat (a few streams, a few kernels), so a GPU API
+// call takes ~10-20 bytes instead of a ~75-byte SQLite row plus its index entry, and decoding it is
+// a tight loop instead of SQLite's record parser. See docs/schema.md "Chunked event tables".
 #pragma once
 
 #include <cstdint>
@@ -58,7 +58,7 @@ struct Chunk {
   uint32_t rows = 0;
   uint32_t columns = 0;  // as stored; a column past them reads as NULL (an older writer's chunk)
   std::vector<int64_t> values;
-  std::vector<uint8_t> present;  // 1 = not NULL
+  std::vector<uint8_t> present;  // 1 = not NULL; a column not decoded is all NULL
 
   int64_t value(uint32_t col, uint32_t row) const {
     return col < columns ? values[size_t(col) * rows + row] : 0;
@@ -73,10 +73,15 @@ struct Chunk {
   }
 };
 
-// Decodes `blob` into `out` (its buffers are reused). Errors name what is wrong: a truncated or
-// corrupt blob (a checksum mismatch: chunk_damaged() is true of it), or a format this build does
-// not know.
-Status decode_chunk(std::string_view blob, Chunk& out);
+// Every column of a chunk.
+inline constexpr uint64_t kAllColumns = ~uint64_t{0};
+
+// Decodes `blob` into `out` (its buffers are reused): the columns whose bit is set in `want`;
+// the others are stepped over, not decoded, and read as NULL (zeroing them costs less than a
+// check in every value() of the millions a loader makes). Errors name what is wrong: a
+// truncated or corrupt blob (a checksum mismatch: chunk_damaged() is true of it), or a format
+// this build does not know.
+Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want = kAllColumns);
 
 // Whether a decode_chunk error is damage to the chunk (checksum, truncation, bad encoding), which
 // a reader may skip and report, rather than an unknown format.

@@ -68,6 +68,8 @@ TEST(PortableBinary, CheckerSeesTheNeedsOfADynamicBinary) {
   EXPECT_TRUE(self.has_interpreter);
   EXPECT_TRUE(self.libraries.count("libc.so.6"));
   EXPECT_FALSE(self.cxx_versions.empty());
+  EXPECT_EQ(self.glibc_major, 2);  // GLIBC_2.x versions are seen (2.34 at least on Debian 12)
+  EXPECT_GE(self.glibc_minor, 34);
   EXPECT_FALSE(portable(self));
 }
 
@@ -88,6 +90,11 @@ TEST(PortableBinary, GpuwhyNeedsNoHostLibraryNewerThanGlibc228) {
                            << ", C++ runtime versions: " << cxx;
   // The build links it fully static (cmake/StaticLink.cmake): say so if that ever changes.
   EXPECT_FALSE(n.has_interpreter) << "gpuwhy is no longer static";
+  // Static, it asks the host's loader for nothing: no library and no symbol version at all (no
+  // .gnu.version_r), so the host's glibc version does not enter into it; only the kernel does.
+  EXPECT_TRUE(n.libraries.empty()) << "needed: " << libs;
+  EXPECT_EQ(n.glibc_major, 0) << "needs GLIBC_" << n.glibc_major << "." << n.glibc_minor;
+  EXPECT_TRUE(n.cxx_versions.empty()) << cxx;
   const ShellResult ldd = shell("ldd " + shell_quote(kGpuwhy) + " 2>&1");
   EXPECT_NE(ldd.out.find("statically linked"), std::string::npos) << ldd.out;
 }

@@ -30,9 +30,12 @@ using json = nlohmann::ordered_json;
 
 const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::Info: return "info";
-    case Severity::Warning: return "warning";
-    case Severity::Problem: return "problem";
+    case Severity::Info:
+      return "info";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Problem:
+      return "problem";
   }
   return "?";
 }
@@ -89,6 +92,30 @@ std::string ringbuf_text(int r) {
   return std::string("probe failed: ") + std::strerror(-r);
 }
 
+std::string helpers_text(const discover::HostFacts& f) {
+  if (!f.helpers_probed) return "not probed (needs privileges)";
+  if (f.missing_helpers.empty()) return "all that trace calls are present";
+  std::string s = "missing: ";
+  for (size_t i = 0; i < f.missing_helpers.size(); ++i) s += (i ? ", " : "") + f.missing_helpers[i];
+  return s;
+}
+
+// The BPF helpers trace's uprobe and tracepoint programs call, with the first upstream kernel
+// that has each, probed on a kprobe-type program (uprobes are of that type).
+std::vector<std::string> missing_bpf_helpers() {
+  static const std::pair<bpf_func_id, const char*> kNeeded[] = {
+      {BPF_FUNC_ringbuf_reserve, "bpf_ringbuf_reserve (Linux 5.8)"},
+      {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf (Linux 5.11)"},
+      {BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie (Linux 5.15)"},
+      {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs (Linux 5.15)"},
+      {BPF_FUNC_loop, "bpf_loop (Linux 5.17)"},
+  };
+  std::vector<std::string> missing;
+  for (const auto& [id, name] : kNeeded)
+    if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, id, nullptr) != 1) missing.emplace_back(name);
+  return missing;
+}
+
 std::string uprobe_multi_text(int r) {
   if (r == discover::kNotProbed) return "not probed";
   return r == 1 ? "uprobe_multi links (one per library)"
@@ -109,6 +136,7 @@ void print_text(const CheckReport& r) {
       {"btf", f.btf_path + (f.btf ? " present" : " missing")},
       {"privileges", privileges_text(f)},
       {"ring buffer", ringbuf_text(f.ringbuf)},
+      {"bpf helpers", helpers_text(f)},
       {"cpu sampling", cpu_clock_text(f.cpu_clock)},
       {"uprobe attach", uprobe_multi_text(f.uprobe_multi)},
       {"uprobes", f.uprobe_pmu_type >= 0
@@ -233,6 +261,7 @@ json to_json(const CheckReport& r) {
        {{"probed", f.ringbuf != discover::kNotProbed},
         {"supported", f.ringbuf == 1},
         {"detail", ringbuf_text(f.ringbuf)}}},
+      {"helpers", {{"probed", f.helpers_probed}, {"missing", f.missing_helpers}}},
       {"uprobe_multi",
        {{"probed", f.uprobe_multi != discover::kNotProbed},
         {"supported", f.uprobe_multi == 1},
@@ -273,6 +302,7 @@ void add_check_command(CLI::App& root, Runner& run) {
       discover::CheckOptions opts;
       opts.probe_ringbuf = [] { return libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr); };
       opts.probe_cpu_clock = probes::probe_cpu_clock;
+      opts.probe_missing_helpers = missing_bpf_helpers;
       opts.probe_uprobe_multi = probes::kernel_has_uprobe_multi;
       const CheckReport report = discover::run_check(opts);
       if (*as_json) {

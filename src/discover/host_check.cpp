@@ -167,6 +167,10 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
   // privileged, so that an unprivileged run does not blame the kernel.
   if (opts.probe_ringbuf && f.privileged()) f.ringbuf = opts.probe_ringbuf();
   if (opts.probe_cpu_clock && f.privileged()) f.cpu_clock = opts.probe_cpu_clock();
+  if (opts.probe_missing_helpers && f.privileged()) {
+    f.missing_helpers = opts.probe_missing_helpers();
+    f.helpers_probed = true;
+  }
   if (opts.probe_uprobe_multi) f.uprobe_multi = opts.probe_uprobe_multi() ? 1 : 0;
   rlimit rl{};
   if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
@@ -174,8 +178,10 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
     f.memlock_max = rl.rlim_max;
   }
 
-  if (auto libc = host_dlopen_library()) f.dlopen_library = *libc;
-  else f.dlopen_error = libc.error().what;
+  if (auto libc = host_dlopen_library())
+    f.dlopen_library = *libc;
+  else
+    f.dlopen_error = libc.error().what;
 
   std::map<std::pair<uint64_t, uint64_t>, size_t> index;
   if (opts.scan_host) {
@@ -199,6 +205,14 @@ std::vector<Finding> evaluate(const HostFacts& f) {
     add(Severity::Problem, "kernel",
         "kernel " + f.kernel_release +
             " is older than 5.8 (no BPF ring buffer, no CAP_BPF): upgrade to Linux 5.8 or newer");
+  }
+  if (!f.missing_helpers.empty()) {
+    // A kernel version says little here (distribution kernels backport BPF): the probe decides.
+    std::string list;
+    for (const std::string& h : f.missing_helpers) list += (list.empty() ? "" : ", ") + h;
+    add(Severity::Problem, "helpers",
+        "the kernel lacks BPF helpers trace's programs call (" + list +
+            "): trace cannot load; use a kernel that has them (upstream Linux 5.17 or newer)");
   }
   if (!f.btf) {
     add(Severity::Problem, "btf",
@@ -294,8 +308,9 @@ std::vector<Finding> evaluate(const HostFacts& f) {
             "the default)");
   } else if (!f.dlopen_error.empty()) {
     add(Severity::Warning, "dlopen",
-        f.dlopen_error + ": runtimes a process loads later are found by the exec hint or the "
-                         "10 s rescan only; 'trace --with syscalls' finds them at their mmap");
+        f.dlopen_error +
+            ": runtimes a process loads later are found by the exec hint or the "
+            "10 s rescan only; 'trace --with syscalls' finds them at their mmap");
   }
 
   if (f.libraries.empty()) {

@@ -63,10 +63,14 @@ struct HostFacts {
   std::optional<uint64_t> cap_eff;
   std::string tracefs_path;  // where tracefs is mounted; empty when it is not
   bool tracefs_uprobe_events = false;
-  int ringbuf = kNotProbed;  // 1 supported, 0 map creation failed, < 0 -errno
+  int ringbuf = kNotProbed;    // 1 supported, 0 map creation failed, < 0 -errno
   int cpu_clock = kNotProbed;  // a cpu-clock perf event (trace's CPU samples): 1 opens, < 0 -errno
   int uprobe_multi = kNotProbed;  // the kernel has uprobe_multi links (Linux 6.6): 1, or 0
-  int uprobe_pmu_type = -1;  // perf PMU type of uprobes; -1 when the kernel has none
+  int uprobe_pmu_type = -1;       // perf PMU type of uprobes; -1 when the kernel has none
+  // BPF helpers trace's programs call that this kernel lacks ("bpf_loop (Linux 5.17)"); probed
+  // only when privileged (helpers_probed).
+  bool helpers_probed = false;
+  std::vector<std::string> missing_helpers;
   uint64_t memlock_cur = 0;  // RLIMIT_MEMLOCK (RLIM_INFINITY when unlimited)
   uint64_t memlock_max = 0;
   // The host C library's dlopen, where `trace` (no syscall family) hangs its library hint; empty
@@ -104,6 +108,9 @@ struct CheckOptions {
   std::function<int()> probe_ringbuf;
   // Opens (and closes) a cpu-clock perf event on CPU 0: 1, or -errno. Unset: not probed.
   std::function<int()> probe_cpu_clock;
+  // The helpers trace needs that the kernel lacks, by name and first kernel (libbpf's helper
+  // probe, injected like the ring buffer's). Unset: not probed.
+  std::function<std::vector<std::string>()> probe_missing_helpers;
   // Whether the kernel has uprobe_multi links (from its BTF). Unset: not probed.
   std::function<bool()> probe_uprobe_multi;
   bool scan_host = true;       // look for installed libraries

@@ -142,6 +142,9 @@ TEST_F(OldUserland, CheckSeesTheRootsGlibc) {
   ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 300);
   EXPECT_TRUE(j.value("can_trace", false)) << r.out;
   EXPECT_TRUE(j["btf"].value("present", false));
+  // The BPF helpers trace calls were probed on this kernel, and none is missing.
+  EXPECT_TRUE(j["helpers"].value("probed", false)) << j["helpers"].dump();
+  EXPECT_TRUE(j["helpers"]["missing"].empty()) << j["helpers"].dump();
   std::string dlopen;
   for (const auto& f : j["findings"])
     if (f.value("topic", "") == "dlopen") dlopen = f.value("message", "");

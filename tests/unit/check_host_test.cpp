@@ -5,11 +5,11 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cerrno>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <algorithm>
 #include <string>
@@ -142,6 +142,19 @@ TEST(CheckVerdict, OldKernel) {
   // Before 5.11 BPF memory counts against RLIMIT_MEMLOCK, which this user cannot raise.
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "memlock", "CAP_SYS_RESOURCE"));
   EXPECT_TRUE(problems(f).empty());
+}
+
+// A kernel that lacks a helper trace's programs call cannot load them, whatever its version says
+// (distribution kernels backport BPF): the probe's verdict is a problem of its own.
+TEST(CheckVerdict, MissingBpfHelpers) {
+  HostFacts f = good_host();
+  f.helpers_probed = true;
+  EXPECT_TRUE(problems(f).empty());
+  f.missing_helpers = {"bpf_loop (Linux 5.17)"};
+  const auto p = problems(f);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].topic, "helpers");
+  EXPECT_NE(p[0].message.find("bpf_loop (Linux 5.17)"), std::string::npos) << p[0].message;
 }
 
 TEST(CheckVerdict, UprobePmuMissing) {

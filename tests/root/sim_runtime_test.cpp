@@ -50,17 +50,22 @@ class SimRuntime : public ::testing::Test {
       ADD_FAILURE() << agent.stderr_text();
       return nullptr;
     }
-    RunResult w = run({workload("launch_storm"), "--calls", std::to_string(calls)});
-    EXPECT_EQ(w.exit_code, 0) << w.err;
+    Child w({workload("launch_storm"), "--calls", std::to_string(calls)}, in.path);
+    const int w_exit = w.wait();
+    EXPECT_EQ(w_exit, 0) << w.stderr_text();
     const int agent_exit = agent.stop();
     EXPECT_EQ(agent_exit, 0) << agent.stderr_text();
     last_agent_stderr = agent.stderr_text();
-    return w.exit_code == 0 && agent_exit == 0 ? open_trace(db) : nullptr;
+    // Its own launches only: the agent traces the whole host, where other tests may run theirs.
+    launches_where =
+        " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel' "
+        "AND c.pid = " +
+        std::to_string(w.pid());
+    return w_exit == 0 && agent_exit == 0 ? open_trace(db) : nullptr;
   }
   std::string last_agent_stderr;
-  // FROM/WHERE clause selecting the launches of a trace of launch_storm.
-  static constexpr const char* kLaunches =
-      " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel'";
+  // FROM/WHERE clause selecting the launches of the last launch_storm traced.
+  std::string launches_where;
 
  protected:
   void SetUp() override {
@@ -232,7 +237,7 @@ TEST_F(SimRuntime, DropsAreCountedWhenTheRingIsUndersized) {
   const int calls = 200000;
   auto f = trace_launch_storm(dir, {"--ring-kb", "4"}, calls);
   ASSERT_TRUE(f);
-  const int64_t stored = scalar(*f, std::string("SELECT count(*)") + kLaunches);
+  const int64_t stored = scalar(*f, "SELECT count(*)" + launches_where);
   const int64_t lost = scalar(*f,
                               "SELECT count FROM losses WHERE source = 'bpf' AND "
                               "cause = 'events_ring_full'");
@@ -257,7 +262,7 @@ TEST_F(SimRuntime, LaunchStreamsAreSampledUnlessEveryLaunchIsAsked) {
     TempDir run_dir;
     auto f = trace_launch_storm(run_dir, {"--launch-arg-sampling", std::to_string(every)}, calls);
     ASSERT_TRUE(f);
-    const std::string launches = kLaunches;
+    const std::string launches = launches_where;
     ASSERT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
     EXPECT_EQ(scalar(*f, "SELECT count(stream)" + launches), calls / every);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 2 AND stream IS NULL"),
@@ -292,7 +297,7 @@ TEST_F(SimRuntime, SingleUprobesRecordWhatUprobeMultiDoes) {
     if (entry_only) flags.insert(flags.end(), {"--entry-only", "launch"});
     auto f = trace_launch_storm(run_dir, flags, calls);
     ASSERT_TRUE(f);
-    const std::string launches = kLaunches;
+    const std::string launches = launches_where;
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
     EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), calls - calls / 64);
     EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + launches), 1) << "one kernel";
@@ -321,7 +326,7 @@ TEST_F(SimRuntime, UnbatchedLaunchesKeepTheirShape) {
   const int calls = 640;
   auto f = trace_launch_storm(dir, {"--no-launch-batching"}, calls);
   ASSERT_TRUE(f);
-  const std::string launches = kLaunches;
+  const std::string launches = launches_where;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 0) << "nothing batched";
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND tpb = 256 AND blocks = 64"), calls);
@@ -348,7 +353,10 @@ TEST_F(SimRuntime, LaunchesOfAThreadStillRunningAtStopAreKept) {
   ASSERT_EQ(w.wait(), 0) << w.stderr_text();
   auto f = open_trace(db);
   ASSERT_TRUE(f);
-  const std::string launches = kLaunches;
+  const std::string launches =
+      " FROM api_calls c JOIN apis a ON a.id = c.api WHERE a.name = 'cudaLaunchKernel' AND "
+      "c.pid = " +
+      std::to_string(w.pid());
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), 10);
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND flags & 8"), 9);
   EXPECT_GE(scalar(*f,
@@ -365,7 +373,7 @@ TEST_F(SimRuntime, EntryOnlyLaunchesAreRecordedWithoutReturnProbes) {
   const int calls = 500;
   auto f = trace_launch_storm(dir, {"--entry-only", "launch"}, calls);
   ASSERT_TRUE(f);
-  const std::string launches = kLaunches;
+  const std::string launches = launches_where;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches), calls);
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches +
                            " AND dur IS NULL AND ret IS NULL AND "
@@ -394,7 +402,7 @@ TEST_F(SimRuntime, StacksAreStoredWithFunctionNames) {
   const int calls = 200000;
   auto f = trace_launch_storm(dir, {"--stacks"}, calls);
   ASSERT_TRUE(f);
-  const std::string launches = kLaunches;
+  const std::string launches = launches_where;
   EXPECT_EQ(scalar(*f, "SELECT count(*)" + launches + " AND stack_id >= 0"), calls);
   const std::string id = std::to_string(scalar(*f, "SELECT stack_id" + launches +
                                                        " GROUP BY stack_id "

@@ -441,12 +441,14 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   const int64_t from = rows.window.start_ns, to = rows.window.end_ns;
 
-  // A call belongs to the window it starts in. Allocations and frees before the window are kept
-  // too (memory_calls): pinned host buffers are usually allocated once, long before the window.
+  // A call belongs to the window it starts in. Allocations, frees and device selections before
+  // the window are kept too (memory_calls): pinned host buffers are usually allocated once, and a
+  // thread's device chosen once, long before the window.
   std::vector<uint8_t> is_memory_api(rows.apis.size(), 0);
   for (size_t id = 0; id < rows.apis.size(); ++id) {
     const Category c = rows.apis[id].cat;
-    is_memory_api[id] = c == Category::Alloc || c == Category::Free || c == Category::Init;
+    is_memory_api[id] =
+        c == Category::Alloc || c == Category::Free || c == Category::Init || c == Category::Device;
   }
   auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");

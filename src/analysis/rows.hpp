@@ -26,6 +26,7 @@ struct CallExt {
   // Kept for memory operations only (copy/memset dst, allocated/freed pointer): a launch's kernel
   // or a sync's stream is read by nothing, so it is not kept.
   // Communicator set-up (ncclCommInitRank*): the rank in addr, the communicator size in bytes.
+  // Device selection (cudaSetDevice, hipSetDevice): the ordinal in addr.
   uint64_t addr = 0;
   uint64_t addr2 = 0;  // copy src
   int32_t ret = 0;     // 0 = success
@@ -266,9 +267,10 @@ struct TraceRows {
   bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
-  // Allocation, free and NCCL communicator set-up calls from the start of the trace to the
-  // window's end (any thread, sorted by ts): pinned host buffers are usually allocated once, and
-  // communicators set up once, long before the window looked at.
+  // Allocation, free, NCCL communicator set-up and device selection (cudaSetDevice) calls from
+  // the start of the trace to the window's end (any thread, sorted by ts): pinned host buffers
+  // are usually allocated once, communicators set up and devices chosen once, long before the
+  // window looked at.
   std::vector<CallRow> memory_calls;
   // pid -> (NCCL rank, communicator size), from those set-up calls (prepare_rows).
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> nccl_ranks;

@@ -40,7 +40,9 @@ uint16_t field_columns(Field f) {
     case Field::Ptr:
     case Field::Event:
     case Field::GraphExec:
-    case Field::Comm: return kAddr;
+    case Field::Comm:
+    case Field::DeviceOrdinal:
+      return kAddr;
     case Field::Src: return kAddr2;
     case Field::GridXY:
     case Field::GridZ:

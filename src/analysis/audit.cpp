@@ -192,6 +192,10 @@ struct ThreadDevices {
 ThreadDevices thread_devices(const TraceRows& rows, const DeviceMap& devices) {
   ThreadDevices out;
   for (const auto& [begin, end] : tid_runs(rows.calls)) {
+    if (!devices.any_selection()) {  // every thread on device 0: no pass over its calls
+      out.device[rows.calls[begin].tid] = 0;
+      continue;
+    }
     std::map<int, int64_t> ns;
     for (size_t i = begin; i < end; ++i) {
       const CallRow& c = rows.calls[i];
@@ -344,10 +348,14 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
   std::map<uint32_t, std::set<int>> used;
   // Time inside collective calls, per device: waits for peers, not for its own work.
   std::map<DevKey, int64_t> collective_ns;
+  DevKey last{0, -1};  // a thread's calls are together: look up only where the pair changes
   for (const CallRow& c : rows.calls) {
     if (c.cat == Category::Device) continue;  // made on the device it leaves: not a use of it
     const int dev = devices.device_of(c.tid, c.ts);
-    used[c.pid].insert(dev);
+    if (DevKey{c.pid, dev} != last) {
+      last = {c.pid, dev};
+      used[c.pid].insert(dev);
+    }
     if (c.cat == Category::Collective) collective_ns[{c.pid, dev}] += c.dur;
   }
   const bool several =

@@ -184,6 +184,31 @@ std::map<DevKey, BusySums> busy_by_device(const TraceRows& rows, const DeviceMap
   return out;
 }
 
+// Per process, its threads' ioctls on the driver's files, and how much of each lies inside a
+// probed API call of the same thread: one sweep per thread over both, in time order, with the
+// latest end of the calls begun so far (nested calls included).
+std::map<uint32_t, DriverIoctls> driver_by_pid(const TraceRows& rows) {
+  std::map<uint32_t, DriverIoctls> out;
+  const TidRanges calls = tid_ranges(rows.calls);
+  for (const auto& [begin, end] : tid_runs(rows.driver_ioctls)) {
+    const SyscallRow& first = rows.driver_ioctls[begin];
+    DriverIoctls& d = out[first.pid];
+    ++d.threads;
+    const auto [cb, ce] = Joins::range(calls, first.tid);
+    size_t c = cb;
+    int64_t covered_to = INT64_MIN;
+    for (size_t i = begin; i < end; ++i) {
+      const SyscallRow& s = rows.driver_ioctls[i];
+      for (; c < ce && rows.calls[c].ts <= s.ts; ++c)
+        covered_to = std::max(covered_to, rows.calls[c].end());
+      ++d.count;
+      d.ns += s.dur;
+      if (covered_to > s.ts) d.inside_calls_ns += std::min(covered_to - s.ts, s.dur);
+    }
+  }
+  return out;
+}
+
 // Where each GPU thread counts its time budget: the device it spent most of its calls' time on.
 struct ThreadDevices {
   std::map<uint32_t, int> device;    // tid -> device
@@ -363,6 +388,7 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
   std::map<DevKey, ProcessMemory> device_memory;
   if (several) device_memory = memory_by_device(rows, devices);
   const std::map<DevKey, BusySums> busy = busy_by_device(rows, devices);
+  const std::map<uint32_t, DriverIoctls> driver = driver_by_pid(rows);
   AuditReport out;
   out.explain = analyze(std::move(rows), opt.thresholds);
   const Report& r = out.explain;
@@ -446,6 +472,7 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
     p.cost = 0;
     for (const DeviceAudit& d : p.devices) p.cost += d.cost;
     if (auto m = on.moved.find(pid); m != on.moved.end()) p.moved_threads = m->second;
+    if (auto dr = driver.find(pid); dr != driver.end()) p.driver = dr->second;
     gpus += static_cast<double>(std::max<size_t>(1, p.devices.size()));
     out.processes.push_back(std::move(p));
   }

@@ -106,8 +106,20 @@ struct DeviceAudit : AuditFigures {
   std::vector<uint32_t> tids;  // the GPU threads counted on it
 };
 
+// The process's ioctls on the GPU driver's device files (/dev/nvidia*: the driver_ioctls family):
+// the driver boundary under the runtime. Time inside its probed runtime calls is what those calls
+// spent in the driver; time outside is work that reached the driver without a probed call (a
+// copy or sync through a function the catalogue does not list, or the runtime's own threads).
+struct DriverIoctls {
+  uint64_t count = 0;
+  int64_t ns = 0;
+  int64_t inside_calls_ns = 0;  // overlapping the same thread's probed GPU API calls
+  uint64_t threads = 0;         // threads that made them
+};
+
 struct ProcessAudit : AuditFigures {
   Task process;
+  DriverIoctls driver;
   // Per device, by ordinal. The process's own figures cover all of them: its busy time is
   // their sum, its memory their union.
   std::vector<DeviceAudit> devices;

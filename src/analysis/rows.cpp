@@ -368,6 +368,7 @@ void prepare_rows(TraceRows& rows) {
   infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
   if (!f.sorted) regroup_by_tid_ts(rows.calls);
   sort_by_tid_ts(rows.syscalls);
+  sort_by_tid_ts(rows.driver_ioctls);
   sort_by_tid_ts(rows.block_io);
   sort_by_tid_ts(rows.reclaim);
   std::stable_sort(rows.tcp.begin(), rows.tcp.end(),

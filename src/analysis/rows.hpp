@@ -108,6 +108,7 @@ struct SyscallRow {
   uint32_t pid = 0, tid = 0;
   uint32_t nr = 0;
   int64_t ret = 0;
+  int64_t request = -1;  // an ioctl on the GPU driver's files (syscalls.request); -1: another
   int64_t end() const { return ts + dur; }
 };
 
@@ -278,6 +279,9 @@ struct TraceRows {
   std::vector<CallExt> call_ext;
   std::vector<OffCpuRow> offcpu;
   std::vector<SyscallRow> syscalls;
+  // The ioctls on the GPU driver's device files (syscalls rows with a request: the
+  // driver_ioctls family, ABI 7), kept apart from `syscalls`, sorted by (tid, ts).
+  std::vector<SyscallRow> driver_ioctls;
   std::vector<BlockIoRow> block_io;
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;

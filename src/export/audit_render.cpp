@@ -108,6 +108,13 @@ std::string audit_text(const analysis::AuditReport& r) {
     }
     out += memory_text(p.memory, "  ");
     if (p.memory.allocations > 0) out += sites_text(p.memory);
+    if (p.driver.count > 0)
+      out += fmt::format(
+          "  driver ioctls: {} on the GPU driver's files in {} thread(s), {}: {} inside its "
+          "runtime calls, {} outside them (driver work no probed call shows)\n",
+          p.driver.count, p.driver.threads, fmt_duration(p.driver.ns),
+          fmt_duration(p.driver.inside_calls_ns),
+          fmt_duration(p.driver.ns - p.driver.inside_calls_ns));
     if (p.devices.size() < 2) continue;
     if (p.moved_threads > 0)
       out += fmt::format(
@@ -196,6 +203,11 @@ json audit_json(const analysis::AuditReport& r) {
       devices.push_back(std::move(x));
     }
     j["moved_threads"] = p.moved_threads;
+    j["driver_ioctls"] = {{"count", p.driver.count},
+                          {"threads", p.driver.threads},
+                          {"ns", p.driver.ns},
+                          {"inside_calls_ns", p.driver.inside_calls_ns},
+                          {"outside_calls_ns", p.driver.ns - p.driver.inside_calls_ns}};
     j["devices"] = std::move(devices);
     procs.push_back(std::move(j));
   }

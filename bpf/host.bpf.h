@@ -20,7 +20,54 @@ struct gw_sys_open {
 	__u64 arg0;
 	__u32 nr;
 	__u32 open; /* 1 from a recorded sys_enter to its sys_exit */
+	__u32 request; /* an ioctl's request */
+	__u32 driver;  /* 1: an ioctl on a GPU driver's device file (gw_is_driver_file) */
 };
+
+/* Does the component `name` (a kernel dentry name, NUL-terminated) begin with `prefix`
+ * (NUL-padded to 16; all of it when `whole`)? */
+static __always_inline bool gw_name_matches(const unsigned char *name, const volatile char *prefix,
+					    bool whole)
+{
+	char buf[16];
+
+	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 0)
+		return false;
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (prefix[i] == 0)
+			return !whole || buf[i] == 0;
+		if (buf[i] != prefix[i])
+			return false;
+	}
+	return !whole;
+}
+
+/*
+ * Is the calling thread's descriptor `fd` a GPU driver's device file: a file named
+ * gw_cfg.driver_name* in a directory named gw_cfg.driver_dir (/dev/nvidiactl, /dev/nvidia0,
+ * /dev/nvidia-uvm)? Read from the task's own file table, so a descriptor opened before the trace
+ * began, dup()ed or inherited is known too, and no open/close needs tracking. Only the
+ * component names are compared (a bind-mounted /dev in a container still reads "dev").
+ */
+static __always_inline bool gw_is_driver_file(__u64 fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+	struct dentry *d;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return false;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return false;
+	d = BPF_CORE_READ(f, f_path.dentry);
+	if (!d || !gw_name_matches(BPF_CORE_READ(d, d_name.name), gw_cfg.driver_name, false))
+		return false;
+	return gw_name_matches(BPF_CORE_READ(d, d_parent, d_name.name), gw_cfg.driver_dir, true);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -33,12 +80,22 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(gw_sys_enter, struct pt_regs *regs, long id)
 {
 	struct gw_sys_open *o;
+	bool driver;
 
 	if (id == 9 /* mmap */)
 		gw_check_lib_mmap(regs);
 	/* Since Linux 6.11 every probed function's return goes through the uretprobe syscall (335;
 	 * 336 is uprobe): counting those would cost ~0.45 us per traced GPU call for nothing. */
-	if (id == 335 || id == 336 || !gw_is_tracked(bpf_get_current_pid_tgid() >> 32))
+	if (id == 335 || id == 336)
+		return 0;
+	/* Attached for the driver's ioctls alone: every other syscall of the host leaves here,
+	 * before the tracked-process lookup. */
+	if (!gw_cfg.syscalls && id != 16 /* ioctl */)
+		return 0;
+	if (!gw_is_tracked(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	driver = id == 16 && gw_cfg.driver_ioctls && gw_is_driver_file(regs->di);
+	if (!gw_cfg.syscalls && !driver)
 		return 0;
 	o = bpf_task_storage_get(&gw_sys_open, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -47,6 +104,8 @@ int BPF_PROG(gw_sys_enter, struct pt_regs *regs, long id)
 	o->ts = bpf_ktime_get_ns();
 	o->nr = id;
 	o->arg0 = regs->di; /* regs is a BTF pointer: a plain load, not a helper call */
+	o->request = (__u32)regs->si;
+	o->driver = driver;
 	o->open = 1;
 	return 0;
 }
@@ -66,7 +125,9 @@ int BPF_PROG(gw_sys_exit, struct pt_regs *regs, long ret)
 	o->open = 0;
 	now = bpf_ktime_get_ns();
 	dur = now - o->ts;
-	if (dur < gw_cfg.min_syscall_ns)
+	/* A driver ioctl is kept whatever its length: the short ones are the driver boundary's
+	 * volume (a copy or sync made through them), the long ones its waits. */
+	if (!o->driver && dur < gw_cfg.min_syscall_ns)
 		return 0;
 	rec = gw_reserve_event(sizeof(*rec));
 	if (!rec)
@@ -77,7 +138,9 @@ int BPF_PROG(gw_sys_exit, struct pt_regs *regs, long ret)
 	rec->ret = ret;
 	rec->arg0 = o->arg0;
 	rec->nr = o->nr;
-	rec->pad = 0;
+	rec->request = o->driver ? o->request : 0;
+	if (o->driver)
+		rec->hdr.flags = GW_FLAG_DRIVER_IOCTL;
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

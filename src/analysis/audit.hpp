@@ -118,11 +118,15 @@ struct Lever {
   int64_t async_returns_ns = 0;
 };
 
-struct ProcessAudit {
-  Task process;
-  int64_t first_ns = 0, last_ns = 0;  // relative to the trace start: its GPU threads' spans
+// What the audit says of a process, and of each of its GPUs: the same figures over a set of
+// GPU threads (the process's, or those whose calls went to one device).
+struct AuditFigures {
+  int64_t first_ns = 0, last_ns = 0;  // relative to the trace start: the threads' spans
   RegimeTimes times;
   GpuBusy busy;
+  // The GPU time the busy time is a share of: the span, or for a process on several devices
+  // the sum of its devices' spans.
+  int64_t gpu_span_ns = 0;
   Regime regime = Regime::HostBound;
   std::string evidence;  // why this regime, in numbers
   std::string move;      // what would move it
@@ -131,12 +135,42 @@ struct ProcessAudit {
   double cost = 0, lost_cost = 0;  // with a price: its span, and its chains' lost time
 };
 
+// One GPU of a process (the device ordinal its threads selected with cudaSetDevice or
+// hipSetDevice; 0 for threads that never selected one). A thread that moved between devices
+// counts, for its time budget, on the device it made most of its calls' time on; its busy
+// episodes, collectives and memory go to the device each call was made on.
+struct DeviceAudit : AuditFigures {
+  int device = 0;
+  std::vector<uint32_t> tids;  // the GPU threads counted on it
+};
+
+// The process's ioctls on the GPU driver's device files (/dev/nvidia*: the driver_ioctls family):
+// the driver boundary under the runtime. Time inside its probed runtime calls is what those calls
+// spent in the driver; time outside is work that reached the driver without a probed call (a
+// copy or sync through a function the catalogue does not list, or the runtime's own threads).
+struct DriverIoctls {
+  uint64_t count = 0;
+  int64_t ns = 0;
+  int64_t inside_calls_ns = 0;  // overlapping the same thread's probed GPU API calls
+  uint64_t threads = 0;         // threads that made them
+};
+
+struct ProcessAudit : AuditFigures {
+  Task process;
+  DriverIoctls driver;
+  // Per device, by ordinal. The process's own figures cover all of them: its busy time is
+  // their sum, its memory their union.
+  std::vector<DeviceAudit> devices;
+  // How many threads moved between devices in the window (their budgets count on one).
+  size_t moved_threads = 0;
+};
+
 struct AuditReport {
   TraceInfo trace;
   std::vector<Caveat> caveats;
   std::vector<ProcessAudit> processes;  // longest span first
   double price_per_gpu_hour = 0;
-  double window_cost = 0;  // every GPU process over the window, one GPU each
+  double window_cost = 0;  // every GPU of every process over the window
   Report explain;          // the analysis the audit drew on (explain --html shows both)
 };
 

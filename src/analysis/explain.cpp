@@ -311,6 +311,9 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
   }
   for (const TraceRows::FamilyOff& f : rows.families_off) {
     if (f.family == "rtld_hook") continue;  // what it cost is counted: the startup_gaps caveat
+    // Off where the host has no NVIDIA driver (nothing to time) or when left out: the driver
+    // boundary is extra evidence for audit, and nothing explain concludes rests on it.
+    if (f.family == "driver_ioctls" && f.state == "off") continue;
     if (f.family == "python_stacks") {
       out.push_back({"python_off", "Python stacks were not recorded (" + f.detail +
                                        "): calls name no Python line"});

@@ -454,12 +454,14 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   const int64_t from = rows.window.start_ns, to = rows.window.end_ns;
 
-  // A call belongs to the window it starts in. Allocations and frees before the window are kept
-  // too (memory_calls): pinned host buffers are usually allocated once, long before the window.
+  // A call belongs to the window it starts in. Allocations, frees and device selections before
+  // the window are kept too (memory_calls): pinned host buffers are usually allocated once, and a
+  // thread's device chosen once, long before the window.
   std::vector<uint8_t> is_memory_api(rows.apis.size(), 0);
   for (size_t id = 0; id < rows.apis.size(); ++id) {
     const Category c = rows.apis[id].cat;
-    is_memory_api[id] = c == Category::Alloc || c == Category::Free || c == Category::Init;
+    is_memory_api[id] =
+        c == Category::Alloc || c == Category::Free || c == Category::Init || c == Category::Device;
   }
   auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");
@@ -626,7 +628,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   timer.lap("offcpu");
   Columns sc{store::find_chunked_table("syscalls")};
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
-                 s_nr = sc["nr"], s_ret = sc["ret"];
+                 s_nr = sc["nr"], s_ret = sc["ret"], s_req = sc["request"];
   st = scan_chunks(
       pool, sc, from, to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -634,10 +636,17 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
         if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
         out.push_back({k.value(s_ts, r), k.value(s_dur, r), pid,
                        static_cast<uint32_t>(k.value(s_tid, r)),
-                       static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r)});
+                       static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r),
+                       k.is_null(s_req, r) ? int64_t{-1} : k.value(s_req, r)});
       },
       rows.syscalls, nullptr, only);
   if (!st) return st.error();
+  // The driver's ioctls are recorded whatever their length and with the syscall family off: not
+  // the slow syscalls the other rows are.
+  const auto driver = std::stable_partition(rows.syscalls.begin(), rows.syscalls.end(),
+                                            [](const SyscallRow& s) { return s.request < 0; });
+  rows.driver_ioctls.assign(driver, rows.syscalls.end());
+  rows.syscalls.erase(driver, rows.syscalls.end());
   Columns bc{store::find_chunked_table("block_io")};
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];

@@ -96,7 +96,8 @@ void prepare_memory_calls(TraceRows& rows, const CallFiller& filler) {
     // Hand-built rows: the allocations are among the calls.
     for (CallRow c : rows.calls) {
       filler.fill(c);
-      if (c.cat == Category::Alloc || c.cat == Category::Free || c.cat == Category::Init)
+      if (c.cat == Category::Alloc || c.cat == Category::Free || c.cat == Category::Init ||
+          c.cat == Category::Device)
         rows.memory_calls.push_back(c);
     }
   }
@@ -176,8 +177,9 @@ std::vector<ApiMeta> catalog_api_table() {
 }
 
 CallExt make_call_ext(Category cat, uint64_t bytes, uint64_t addr, uint64_t addr2, int32_t ret) {
-  const bool memory = cat == Category::Copy || cat == Category::Memset ||
-                      cat == Category::Alloc || cat == Category::Free || cat == Category::Init;
+  // A device selection keeps its ordinal in addr.
+  const bool memory = cat == Category::Copy || cat == Category::Memset || cat == Category::Alloc ||
+                      cat == Category::Free || cat == Category::Init || cat == Category::Device;
   return memory ? CallExt{bytes, addr, addr2, ret} : CallExt{bytes, 0, 0, ret};
 }
 
@@ -366,6 +368,7 @@ void prepare_rows(TraceRows& rows) {
   infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
   if (!f.sorted) regroup_by_tid_ts(rows.calls);
   sort_by_tid_ts(rows.syscalls);
+  sort_by_tid_ts(rows.driver_ioctls);
   sort_by_tid_ts(rows.block_io);
   sort_by_tid_ts(rows.reclaim);
   std::stable_sort(rows.tcp.begin(), rows.tcp.end(),

@@ -26,6 +26,7 @@ struct CallExt {
   // Kept for memory operations only (copy/memset dst, allocated/freed pointer): a launch's kernel
   // or a sync's stream is read by nothing, so it is not kept.
   // Communicator set-up (ncclCommInitRank*): the rank in addr, the communicator size in bytes.
+  // Device selection (cudaSetDevice, hipSetDevice): the ordinal in addr.
   uint64_t addr = 0;
   uint64_t addr2 = 0;  // copy src
   int32_t ret = 0;     // 0 = success
@@ -107,6 +108,7 @@ struct SyscallRow {
   uint32_t pid = 0, tid = 0;
   uint32_t nr = 0;
   int64_t ret = 0;
+  int64_t request = -1;  // an ioctl on the GPU driver's files (syscalls.request); -1: another
   int64_t end() const { return ts + dur; }
 };
 
@@ -266,9 +268,10 @@ struct TraceRows {
   bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
-  // Allocation, free and NCCL communicator set-up calls from the start of the trace to the
-  // window's end (any thread, sorted by ts): pinned host buffers are usually allocated once, and
-  // communicators set up once, long before the window looked at.
+  // Allocation, free, NCCL communicator set-up and device selection (cudaSetDevice) calls from
+  // the start of the trace to the window's end (any thread, sorted by ts): pinned host buffers
+  // are usually allocated once, communicators set up and devices chosen once, long before the
+  // window looked at.
   std::vector<CallRow> memory_calls;
   // pid -> (NCCL rank, communicator size), from those set-up calls (prepare_rows).
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> nccl_ranks;
@@ -276,6 +279,9 @@ struct TraceRows {
   std::vector<CallExt> call_ext;
   std::vector<OffCpuRow> offcpu;
   std::vector<SyscallRow> syscalls;
+  // The ioctls on the GPU driver's device files (syscalls rows with a request: the
+  // driver_ioctls family, ABI 7), kept apart from `syscalls`, sorted by (tid, ts).
+  std::vector<SyscallRow> driver_ioctls;
   std::vector<BlockIoRow> block_io;
   std::vector<ReclaimRow> reclaim;
   std::vector<TcpRetransRow> tcp;

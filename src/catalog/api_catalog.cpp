@@ -58,6 +58,10 @@ constexpr ArgSource D(uint8_t reg, uint16_t off) { return {GW_ARG_DEREF, reg, of
 #define NCCL_P2P {{F::Dst, R(0)}, {F::Count, R(1)}, {F::Dtype, R(2)}, {F::Peer, R(3)}, \
                   {F::Comm, R(4)}, {F::Stream, R(5)}}
 #define NCCL_INIT {{F::NRanks, R(1)}, {F::Rank, R(2)}}
+#define SET_DEVICE             \
+  {                            \
+    { F::DeviceOrdinal, R(0) } \
+  }
 
 constexpr CopyDir kH2D = CopyDir::HostToDevice;
 constexpr CopyDir kD2H = CopyDir::DeviceToHost;
@@ -96,6 +100,8 @@ const ApiInfo kCatalog[] = {
     {28, "cudaGraphLaunch", Fam::Cudart, C::Graph, GRAPH},
     {29, "cudaGraphLaunch_ptsz", Fam::Cudart, C::Graph, GRAPH},
     {30, "cudaHostAlloc", Fam::Cudart, C::Alloc, ALLOC_FLAGS, 0},
+    // The thread's current device from here on (per thread; device 0 until a thread sets one).
+    {31, "cudaSetDevice", Fam::Cudart, C::Device, SET_DEVICE},
 
     // CUDA driver (libcuda)
     {100, "cuLaunchKernel", Fam::CudaDriver, C::Launch, DRV_LAUNCH},
@@ -164,6 +170,7 @@ const ApiInfo kCatalog[] = {
     {316, "hipMemcpyHtoD", Fam::Hip, C::Copy, DRV_COPY, -1, kH2D},
     {317, "hipMemcpyDtoH", Fam::Hip, C::Copy, DRV_COPY, -1, kD2H},
     {318, "hipMemcpyDtoD", Fam::Hip, C::Copy, DRV_COPY, -1, kD2D},
+    {319, "hipSetDevice", Fam::Hip, C::Device, SET_DEVICE},
 };
 
 #undef RT_LAUNCH
@@ -191,6 +198,7 @@ const ApiInfo kCatalog[] = {
 #undef NCCL_REDUCE
 #undef NCCL_P2P
 #undef NCCL_INIT
+#undef SET_DEVICE
 
 uint32_t lo32(uint64_t v) { return static_cast<uint32_t>(v); }
 uint32_t hi32(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
@@ -222,10 +230,10 @@ std::string_view family_name(Family f) {
 }
 
 std::span<const Category> all_categories() {
-  static constexpr Category kAll[] = {
-      Category::Launch, Category::Copy,       Category::Memset,     Category::Alloc,
-      Category::Free,   Category::Sync,       Category::StreamWait, Category::Graph,
-      Category::Collective, Category::Group,  Category::Init};
+  static constexpr Category kAll[] = {Category::Launch,     Category::Copy,  Category::Memset,
+                                      Category::Alloc,      Category::Free,  Category::Sync,
+                                      Category::StreamWait, Category::Graph, Category::Collective,
+                                      Category::Group,      Category::Init,  Category::Device};
   return kAll;
 }
 
@@ -248,6 +256,8 @@ std::string_view category_name(Category c) {
     case Category::Collective: return "collective";
     case Category::Group: return "group";
     case Category::Init: return "init";
+    case Category::Device:
+      return "device";
   }
   return "?";
 }
@@ -362,6 +372,9 @@ ApiCallFields decode_api_args(const ApiInfo& api, const uint64_t (&args)[8], uin
       case F::Comm: f.addr = v; break;
       case F::NRanks: f.nranks = static_cast<int32_t>(lo32(v)); break;
       case F::Flags: break;
+      case F::DeviceOrdinal:
+        f.addr = lo32(v);
+        break;  // an int: the upper half is not its
     }
   }
   if (has_grid) {

@@ -18,10 +18,10 @@ enum class Family : uint8_t { Cudart = 1, CudaDriver = 2, Nccl = 3, Hip = 4 };
 
 // What a call does, for analysis (explicit values: they are stored in the trace file).
 enum class Category : uint8_t {
-  Launch = 1,      // a kernel launch
-  Copy = 2,        // a memory copy
+  Launch = 1,  // a kernel launch
+  Copy = 2,    // a memory copy
   Memset = 3,
-  Alloc = 4,       // device, host (pinned) or managed allocation
+  Alloc = 4,  // device, host (pinned) or managed allocation
   Free = 5,
   Sync = 6,        // blocks the host until GPU work completes
   StreamWait = 7,  // orders streams, does not block the host
@@ -29,6 +29,7 @@ enum class Category : uint8_t {
   Collective = 9,  // NCCL collective or point-to-point
   Group = 10,      // NCCL group start/end
   Init = 11,       // communicator set-up
+  Device = 12,     // selects the calling thread's current device (cudaSetDevice, hipSetDevice)
 };
 
 // What one captured argument word means. The decoder folds these into an ApiCallFields.
@@ -40,19 +41,32 @@ enum class Field : uint8_t {
   GridZBlockX,  // config struct word: grid z | block x << 32
   BlockXY,
   BlockZ,
-  BlockYZ,      // config struct word: block y | block z << 32
-  GridX, GridY, BlockX, BlockY,  // driver-style one value per argument
+  BlockYZ,  // config struct word: block y | block z << 32
+  GridX,
+  GridY,
+  BlockX,
+  BlockY,  // driver-style one value per argument
   Stream,
-  Dst, Src,     // copy / memset endpoints
+  Dst,
+  Src,  // copy / memset endpoints
   Bytes,
-  Width, Height,  // 2D copies: bytes = width * height
-  CopyKind,     // cudaMemcpyKind / hipMemcpyKind
-  Value,        // memset value
-  Ptr,          // pointer freed
+  Width,
+  Height,    // 2D copies: bytes = width * height
+  CopyKind,  // cudaMemcpyKind / hipMemcpyKind
+  Value,     // memset value
+  Ptr,       // pointer freed
   Event,
   GraphExec,
-  Count, Dtype, RedOp, Root, Peer, Comm, NRanks, Rank,  // NCCL
+  Count,
+  Dtype,
+  RedOp,
+  Root,
+  Peer,
+  Comm,
+  NRanks,
+  Rank,  // NCCL
   Flags,
+  DeviceOrdinal,  // cudaSetDevice / hipSetDevice: the ordinal chosen
 };
 
 // Copy directions as stored (cudaMemcpyKind values, which HIP shares).

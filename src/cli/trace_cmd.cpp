@@ -89,12 +89,15 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "Sample what traced threads do on the CPU this often per CPU (the syscall they "
                   "are in, kernel or user code); 0: off")
       ->capture_default_str();
-  const std::vector<std::string> families = {"syscalls", "block-io", "tcp", "reclaim"};
+  const std::vector<std::string> families = {"syscalls", "block-io", "tcp", "reclaim",
+                                             "driver-ioctls"};
   cmd->add_option("--with", flags->with,
                   "Add a kernel probe family that is off by default: syscalls (every slow "
                   "syscall with its full duration, on-CPU time included; costs every syscall on "
                   "the host ~0.2 us, and each traced call more). Without it the scheduler still "
-                  "names the syscall a thread slept in")
+                  "names the syscall a thread slept in. driver-ioctls: every ioctl of a traced "
+                  "thread on the NVIDIA driver's files (/dev/nvidia*), on the same tracepoints and "
+                  "at the same cost to the host")
       ->delimiter(',')
       ->check(CLI::IsMember(families));
   cmd->add_option("--without", flags->without,
@@ -181,6 +184,8 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.block_io = on("block-io", probes::host_family_on_by_default(HostFamily::BlockIo));
       opt.tcp = on("tcp", probes::host_family_on_by_default(HostFamily::Tcp));
       opt.reclaim = on("reclaim", probes::host_family_on_by_default(HostFamily::Reclaim));
+      opt.driver_ioctls =
+          on("driver-ioctls", probes::host_family_on_by_default(HostFamily::DriverIoctls));
       if (flags->sample_hz > 10000)
         return fail("--sample-hz must be at most 10000 (e.g. 199; 0 turns sampling off)", 2);
       opt.sample_hz = flags->sample_hz;

@@ -652,6 +652,7 @@ int TraceSession::run() {
   cfg.block_io = opt_.block_io;
   cfg.tcp = opt_.tcp;
   cfg.reclaim = opt_.reclaim;
+  cfg.driver_ioctls = opt_.driver_ioctls;
   cfg.python_stacks = opt_.python_stacks;
   auto probes = probes::Probes::load(cfg);
   if (!probes) return fail(probes.error().line());

@@ -34,6 +34,7 @@ struct TraceOptions {
   // probes::host_family_on_by_default). Syscalls cost every syscall on the host, including the
   // uretprobe syscall each traced GPU call returns through.
   bool syscalls = false, block_io = true, tcp = true, reclaim = true;
+  bool driver_ioctls = false;  // trace --with driver-ioctls (where the driver's files exist)
   uint32_t sample_hz = probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
   bool status_line = true;     // only shown on a terminal
   std::string command_line;

@@ -125,26 +125,56 @@ json pinning_json(const analysis::Lever& l) {
 
 }  // namespace
 
+namespace {
+
+std::string memory_text(const analysis::ProcessMemory& m, const char* indent) {
+  if (m.allocations == 0)
+    return fmt::format("{}device memory: no allocation calls in the window\n", indent);
+  std::string out = fmt::format("{}device memory: peak {} at +{}, {} at the start, {} at the end",
+                                indent, fmt_bytes(m.peak), fmt_duration(m.peak_at_ns),
+                                fmt_bytes(m.live_start), fmt_bytes(m.live_end));
+  if (m.pinned_host_peak > 0)
+    out += fmt::format("; pinned host peak {}", fmt_bytes(m.pinned_host_peak));
+  return out + "\n";
+}
+
+std::string busy_text(const analysis::AuditFigures& p, const char* indent, size_t gpus) {
+  const int64_t span = p.gpu_span_ns;
+  return fmt::format(
+      "{}GPU busy (host-side estimate): {} of {}{} ({}), within {} .. {} (waited in syncs .. "
+      "had work queued)\n",
+      indent, fmt_duration(p.busy.estimate_ns), fmt_duration(span),
+      gpus > 1 ? fmt::format(", its {} GPUs' spans summed,", gpus) : std::string(),
+      fmt_percent(share(p.busy.estimate_ns, span)), fmt_duration(p.busy.lower_ns),
+      fmt_duration(p.busy.upper_ns));
+}
+
+std::string tids_text(const std::vector<uint32_t>& tids) {
+  std::string out;
+  for (uint32_t t : tids) out += (out.empty() ? "" : ", ") + std::to_string(t);
+  return out;
+}
+
+}  // namespace
+
 std::string audit_text(const analysis::AuditReport& r) {
   std::string out = fmt::format("gpuwhy audit: {} GPU process(es) over {}", r.processes.size(),
                                 fmt_duration(r.trace.window.duration()));
   if (r.price_per_gpu_hour > 0)
-    out += fmt::format(", {} at {}/GPU-hour (one GPU per process)", money(r.window_cost),
+    out += fmt::format(", {} at {}/GPU-hour (each GPU a process used)", money(r.window_cost),
                        money(r.price_per_gpu_hour));
   out += "\n";
   for (const analysis::Caveat& c : r.caveats) out += "  note: " + c.text + "\n";
   for (const analysis::ProcessAudit& p : r.processes) {
     const int64_t span = p.last_ns - p.first_ns;
-    out += fmt::format("\n{}: {} for {}\n", p.process.label(),
+    std::string gpus;
+    for (const analysis::DeviceAudit& d : p.devices)
+      gpus += (gpus.empty() ? "" : ", ") + std::to_string(d.device);
+    out += fmt::format("\n{} on GPU {}: {} for {}\n", p.process.label(), gpus,
                        std::string(analysis::regime_name(p.regime)), fmt_duration(span));
     out += "  why:  " + p.evidence + "\n";
     out += "  move: " + p.move + "\n";
-    out += fmt::format(
-        "  GPU busy (host-side estimate): {} of {} ({}), within {} .. {} (waited in syncs .. "
-        "had work queued)\n",
-        fmt_duration(p.busy.estimate_ns), fmt_duration(span),
-        fmt_percent(share(p.busy.estimate_ns, span)), fmt_duration(p.busy.lower_ns),
-        fmt_duration(p.busy.upper_ns));
+    out += busy_text(p, "  ", p.devices.size());
     if (r.price_per_gpu_hour > 0)
       out += fmt::format("  cost: {} for its span, {} of it lost to the causes below\n",
                          money(p.cost), money(p.lost_cost));
@@ -154,22 +184,90 @@ std::string audit_text(const analysis::AuditReport& r) {
                          l.fix);
       if (l.pinning) out += pinning_text(l);
     }
-    const analysis::ProcessMemory& m = p.memory;
-    if (m.allocations == 0) {
-      out += "  device memory: no allocation calls in the window\n";
-      continue;
+    out += memory_text(p.memory, "  ");
+    if (p.memory.reserve.reserved_segments > 0) out += reserve_text(p.memory.reserve);
+    if (p.memory.allocations > 0) out += sites_text(p.memory);
+    if (p.driver.count > 0)
+      out += fmt::format(
+          "  driver ioctls: {} on the GPU driver's files in {} thread(s), {}: {} inside its "
+          "runtime calls, {} outside them (driver work no probed call shows)\n",
+          p.driver.count, p.driver.threads, fmt_duration(p.driver.ns),
+          fmt_duration(p.driver.inside_calls_ns),
+          fmt_duration(p.driver.ns - p.driver.inside_calls_ns));
+    if (p.devices.size() < 2) continue;
+    if (p.moved_threads > 0)
+      out += fmt::format(
+          "  {} thread(s) moved between GPUs: each counts its time on the GPU it spent most "
+          "of its calls on\n",
+          p.moved_threads);
+    for (const analysis::DeviceAudit& d : p.devices) {
+      out += fmt::format("  GPU {} (thread {}): {} for {}\n", d.device, tids_text(d.tids),
+                         std::string(analysis::regime_name(d.regime)),
+                         fmt_duration(d.last_ns - d.first_ns));
+      out += "    why:  " + d.evidence + "\n";
+      out += busy_text(d, "    ", 1);
+      out += memory_text(d.memory, "    ");
     }
-    out += fmt::format("  device memory: peak {} at +{}, {} at the start, {} at the end",
-                       fmt_bytes(m.peak), fmt_duration(m.peak_at_ns), fmt_bytes(m.live_start),
-                       fmt_bytes(m.live_end));
-    if (m.pinned_host_peak > 0)
-      out += fmt::format("; pinned host peak {}", fmt_bytes(m.pinned_host_peak));
-    out += "\n";
-    if (m.reserve.reserved_segments > 0) out += reserve_text(m.reserve);
-    out += sites_text(m);
   }
   return out;
 }
+
+namespace {
+
+json memory_json(const analysis::ProcessMemory& m) {
+  json sites = json::array();
+  for (const analysis::MemorySite& s : m.sites)
+    sites.push_back({{"site", s.site},
+                     {"pattern", s.pattern},
+                     {"allocs", s.allocs},
+                     {"frees", s.frees},
+                     {"bytes_allocated", s.bytes_allocated},
+                     {"kept_bytes", s.kept_bytes},
+                     {"untouched_bytes", s.untouched_bytes},
+                     {"untouched_allocs", s.untouched_allocs}});
+  json timeline = json::array();
+  for (const analysis::MemoryPoint& pt : m.timeline) timeline.push_back({pt.at_ns, pt.live_bytes});
+  json j{{"allocations", m.allocations},    {"live_start_bytes", m.live_start},
+         {"live_end_bytes", m.live_end},    {"peak_bytes", m.peak},
+         {"peak_rel_ns", m.peak_at_ns},     {"pinned_host_peak_bytes", m.pinned_host_peak},
+         {"timeline", std::move(timeline)}, {"sites", std::move(sites)}};
+  if (m.reserve.reserved_segments > 0) j["reserve"] = reserve_json(m.reserve);
+  return j;
+}
+
+// The figures a process and each of its GPUs share, appended to `j`.
+void figures_json(json& j, const analysis::AuditFigures& p, double price) {
+  json levers = json::array();
+  for (const analysis::Lever& l : p.levers) {
+    json x{{"kind", l.kind}, {"title", l.title}, {"fix", l.fix}, {"lost_ns", l.lost_ns}};
+    if (price > 0) x["cost"] = round6(l.cost);
+    if (l.pinning) x["pinning"] = pinning_json(l);
+    levers.push_back(std::move(x));
+  }
+  const analysis::RegimeTimes& t = p.times;
+  j["first_rel_ns"] = p.first_ns;
+  j["last_rel_ns"] = p.last_ns;
+  j["regime"] = analysis::regime_name(p.regime);
+  j["evidence"] = p.evidence;
+  j["move"] = p.move;
+  j["times"] = {{"span_ns", t.span_ns}, {"gpu_wait_ns", t.gpu_ns}, {"transfer_ns", t.transfer_ns},
+                {"peer_ns", t.peer_ns}, {"sync_ns", t.sync_ns},    {"refill_ns", t.refill_ns},
+                {"host_ns", t.host_ns}};
+  j["gpu_busy"] = {{"estimate_ns", p.busy.estimate_ns},
+                   {"error_ns", p.busy.error_ns()},
+                   {"lower_ns", p.busy.lower_ns},
+                   {"upper_ns", p.busy.upper_ns},
+                   {"gpu_span_ns", p.gpu_span_ns},
+                   {"ratio", round4(share(p.busy.estimate_ns, p.gpu_span_ns))}};
+  j["levers"] = std::move(levers);
+  j["memory"] = memory_json(p.memory);
+  if (price > 0) {
+    j["cost"] = round6(p.cost);
+    j["lost_cost"] = round6(p.lost_cost);
+  }
+}
+
+}  // namespace
 
 json audit_json(const analysis::AuditReport& r) {
   const analysis::TimeWindow& w = r.trace.window;
@@ -178,65 +276,21 @@ json audit_json(const analysis::AuditReport& r) {
     caveats.push_back({{"kind", c.kind}, {"text", c.text}});
   json procs = json::array();
   for (const analysis::ProcessAudit& p : r.processes) {
-    const int64_t span = p.last_ns - p.first_ns;
-    json levers = json::array();
-    for (const analysis::Lever& l : p.levers) {
-      json j{{"kind", l.kind}, {"title", l.title}, {"fix", l.fix}, {"lost_ns", l.lost_ns}};
-      if (r.price_per_gpu_hour > 0) j["cost"] = round6(l.cost);
-      if (l.pinning) j["pinning"] = pinning_json(l);
-      levers.push_back(std::move(j));
+    json j{{"pid", p.process.pid}, {"comm", p.process.comm}};
+    figures_json(j, p, r.price_per_gpu_hour);
+    json devices = json::array();
+    for (const analysis::DeviceAudit& d : p.devices) {
+      json x{{"device", d.device}, {"tids", d.tids}};
+      figures_json(x, d, r.price_per_gpu_hour);
+      devices.push_back(std::move(x));
     }
-    json sites = json::array();
-    for (const analysis::MemorySite& s : p.memory.sites)
-      sites.push_back({{"site", s.site},
-                       {"pattern", s.pattern},
-                       {"allocs", s.allocs},
-                       {"frees", s.frees},
-                       {"bytes_allocated", s.bytes_allocated},
-                       {"kept_bytes", s.kept_bytes},
-                       {"untouched_bytes", s.untouched_bytes},
-                       {"untouched_allocs", s.untouched_allocs}});
-    json timeline = json::array();
-    for (const analysis::MemoryPoint& pt : p.memory.timeline)
-      timeline.push_back({pt.at_ns, pt.live_bytes});
-    const analysis::RegimeTimes& t = p.times;
-    json j{{"pid", p.process.pid},
-           {"comm", p.process.comm},
-           {"first_rel_ns", p.first_ns},
-           {"last_rel_ns", p.last_ns},
-           {"regime", analysis::regime_name(p.regime)},
-           {"evidence", p.evidence},
-           {"move", p.move},
-           {"times",
-            {{"span_ns", t.span_ns},
-             {"gpu_wait_ns", t.gpu_ns},
-             {"transfer_ns", t.transfer_ns},
-             {"peer_ns", t.peer_ns},
-             {"sync_ns", t.sync_ns},
-             {"refill_ns", t.refill_ns},
-             {"host_ns", t.host_ns}}},
-           {"gpu_busy",
-            {{"estimate_ns", p.busy.estimate_ns},
-             {"error_ns", p.busy.error_ns()},
-             {"lower_ns", p.busy.lower_ns},
-             {"upper_ns", p.busy.upper_ns},
-             {"ratio", round4(share(p.busy.estimate_ns, span))}}},
-           {"levers", std::move(levers)},
-           {"memory",
-            {{"allocations", p.memory.allocations},
-             {"live_start_bytes", p.memory.live_start},
-             {"live_end_bytes", p.memory.live_end},
-             {"peak_bytes", p.memory.peak},
-             {"peak_rel_ns", p.memory.peak_at_ns},
-             {"pinned_host_peak_bytes", p.memory.pinned_host_peak},
-             {"timeline", std::move(timeline)},
-             {"sites", std::move(sites)}}}};
-    if (p.memory.reserve.reserved_segments > 0)
-      j["memory"]["reserve"] = reserve_json(p.memory.reserve);
-    if (r.price_per_gpu_hour > 0) {
-      j["cost"] = round6(p.cost);
-      j["lost_cost"] = round6(p.lost_cost);
-    }
+    j["moved_threads"] = p.moved_threads;
+    j["driver_ioctls"] = {{"count", p.driver.count},
+                          {"threads", p.driver.threads},
+                          {"ns", p.driver.ns},
+                          {"inside_calls_ns", p.driver.inside_calls_ns},
+                          {"outside_calls_ns", p.driver.ns - p.driver.inside_calls_ns}};
+    j["devices"] = std::move(devices);
     procs.push_back(std::move(j));
   }
   json out{{"schema", "gpuwhy.audit/1"},

@@ -305,6 +305,25 @@ void audit_section(std::string& h, const json& audit) {
       }
       h += "</table>";
     }
+    // Per GPU (device ordinal), when the process used more than one.
+    if (p.contains("devices") && p["devices"].size() > 1) {
+      h += "<table><tr><th>GPU</th><th class=\"l\">regime</th><th>span</th><th>GPU busy</th>"
+           "<th>busy within</th><th>memory peak</th><th class=\"l\">threads</th></tr>";
+      for (const json& d : p["devices"]) {
+        const json& db = d["gpu_busy"];
+        std::string tids;
+        for (const json& t : d["tids"])
+          tids += (tids.empty() ? "" : ", ") + std::to_string(t.get<int64_t>());
+        h += "<tr><td>" + std::to_string(i64(d, "device")) + "</td><td class=\"l\">" +
+             esc(str(d, "regime")) + "</td><td>" +
+             fmt_duration(i64(d, "last_rel_ns") - i64(d, "first_rel_ns")) + "</td><td>" +
+             dur(db, "estimate_ns") + " (" + fmt_percent(num(db, "ratio")) + ")</td><td>" +
+             dur(db, "lower_ns") + " … " + dur(db, "upper_ns") + "</td><td>" +
+             fmt_bytes(static_cast<uint64_t>(i64(d["memory"], "peak_bytes"))) +
+             "</td><td class=\"l\">" + esc(tids) + "</td></tr>";
+      }
+      h += "</table>";
+    }
     h += "</section>";
   }
 }

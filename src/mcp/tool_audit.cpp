@@ -44,7 +44,8 @@ Tool audit_tool() {
        "cause's lost time"}};
   return {"audit",
           "Audit GPU efficiency and memory",
-          "Per GPU process: what bounds it (host_bound, transfer_bound, sync_bound, peer_bound, "
+          "Per GPU process and per GPU of it (device ordinal, from cudaSetDevice/hipSetDevice): "
+          "what bounds it (host_bound, transfer_bound, sync_bound, peer_bound, "
           "gpu_bound) with the time shares behind it, the GPU's busy time as a host-side "
           "estimate with its error bound, explain's fixes ranked by the time they return (the "
           "transfer fix with what pinning host memory returns and the rate it assumed), device "

@@ -95,6 +95,10 @@ struct SyscallEvent {
   uint32_t nr = 0;
   int64_t ret = 0;
   uint64_t arg0 = 0;
+  // An ioctl on the GPU driver's device files (GW_FLAG_DRIVER_IOCTL): recorded whatever its
+  // length, with its request; arg0 is the descriptor.
+  bool driver = false;
+  uint32_t request = 0;
 };
 
 struct BlockIo {

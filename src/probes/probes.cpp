@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <linux/perf_event.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,7 +14,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -78,9 +82,33 @@ std::string_view host_family_name(HostFamily f) {
       return "reclaim";
     case HostFamily::CpuSamples:
       return "cpu_samples";
+    case HostFamily::DriverIoctls:
+      return "driver_ioctls";
   }
   return "?";
 }
+
+std::string driver_path_prefix() {
+  const char* test = std::getenv("GPUWHY_TEST_DRIVER_PATH");  // tests only: a stand-in path
+  return test != nullptr && *test != '\0' ? test : "/dev/nvidia";
+}
+
+namespace {
+
+// Whether any file of the driver exists: "/dev/nvidia" -> is there a /dev/nvidia* file?
+bool driver_present(const std::string& prefix) {
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
+  const std::string name = prefix.substr(slash + 1);
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) found = found || std::string_view(e->d_name).starts_with(name);
+  closedir(d);
+  return found;
+}
+
+}  // namespace
 
 Status preflight() {
   // Privileges are the kernel's to judge at load time (root, or CAP_BPF + CAP_PERFMON); BTF is
@@ -113,6 +141,30 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
   ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;
   ro.python_stacks = cfg.python_stacks ? 1 : 0;
+  // Driver ioctls: the prefix's file-name part and its directory's last component, as the
+  // kernel's dentries name them (each at most 15 characters).
+  const std::string driver = driver_path_prefix();
+  const size_t slash = driver.rfind('/');
+  const std::string driver_name = driver.substr(slash + 1);
+  std::string driver_dir = slash == std::string::npos ? "" : driver.substr(0, slash);
+  driver_dir = driver_dir.substr(driver_dir.rfind('/') + 1);
+  std::string driver_off;  // why the family is off; empty: on
+  if (!cfg.driver_ioctls)
+    driver_off = "off by default (--with driver-ioctls)";
+  else if (driver_name.empty() || driver_name.size() > 15 || driver_dir.empty() ||
+           driver_dir.size() > 15)
+    driver_off = "driver path " + driver + " is not DIR/NAME of at most 15 characters each";
+  else if (!driver_present(driver))
+    driver_off = "no driver device files (" + driver + "*)";
+  const bool driver_on = driver_off.empty();
+  ro.syscalls = cfg.syscalls ? 1 : 0;
+  ro.driver_ioctls = driver_on ? 1 : 0;
+  std::memcpy(const_cast<char*>(ro.driver_dir), driver_dir.data(),
+              std::min<size_t>(driver_dir.size(), 15));
+  std::memcpy(const_cast<char*>(ro.driver_name), driver_name.data(),
+              std::min<size_t>(driver_name.size(), 15));
+  p->driver_ioctls_ = driver_on;
+  if (!driver_on) p->note_family(HostFamily::DriverIoctls, "off", driver_off);
 
   bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
@@ -198,8 +250,8 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
       {HostFamily::Proc, pr->gw_exit, true, true},
       {HostFamily::Proc, pr->gw_task_rename, true, true},
       // sys_enter also carries the library-mapping hint; without it, a dlopen probe gives one.
-      {HostFamily::Syscalls, pr->gw_sys_enter, cfg.syscalls, false},
-      {HostFamily::Syscalls, pr->gw_sys_exit, cfg.syscalls, false},
+      {HostFamily::Syscalls, pr->gw_sys_enter, cfg.syscalls || driver_ioctls_, false},
+      {HostFamily::Syscalls, pr->gw_sys_exit, cfg.syscalls || driver_ioctls_, false},
       {HostFamily::BlockIo, pr->gw_block_issue, cfg.block_io, false},
       {HostFamily::BlockIo, pr->gw_block_complete, cfg.block_io, false},
       {HostFamily::Tcp, pr->gw_tcp_retransmit, cfg.tcp, false},
@@ -207,6 +259,10 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
       {HostFamily::Reclaim, pr->gw_reclaim_end, cfg.reclaim, false},
   };
   for (const Entry& e : entries) {
+    // The syscall tracepoints serve both syscall families: each is noted for what was asked.
+    const bool sys = e.family == HostFamily::Syscalls;
+    if (sys && e.wanted && !cfg.syscalls)
+      note_family(HostFamily::Syscalls, "off", "off by default (--with syscalls)");
     if (!e.wanted) {
       note_family(e.family, "off",
                   host_family_on_by_default(e.family)
@@ -221,15 +277,17 @@ Status Probes::attach_host_families(const ProbeConfig& cfg) {
                          std::string(host_family_name(e.family)) + "): " + std::strerror(err);
       if (e.required) return Error{what, "run 'gpuwhy check' for kernel support"};
       warnings_.push_back(what + "; that family is off for this trace");
-      note_family(e.family, "failed", what);
+      if (!sys || cfg.syscalls) note_family(e.family, "failed", what);
+      if (sys && driver_ioctls_) note_family(HostFamily::DriverIoctls, "failed", what);
       continue;
     }
     links_.push_back(link);
-    note_family(e.family, "on", "");
+    if (!sys || cfg.syscalls) note_family(e.family, "on", "");
+    if (sys && driver_ioctls_) note_family(HostFamily::DriverIoctls, "on", "");
   }
   // The linker's hook sees every library a process maps, dlopen()ed ones included; the dlopen
   // return probe (one more uretprobe per dlopen on the host) only stands in for it.
-  if (!attach_rtld_hook() && !cfg.syscalls) attach_dlopen_hint();
+  if (!attach_rtld_hook() && !cfg.syscalls && !driver_ioctls_) attach_dlopen_hint();
   if (cfg.sample_hz)
     attach_cpu_sampling(cfg.sample_hz);
   else

@@ -21,12 +21,29 @@ struct bpf_link;
 namespace gpuwhy::probes {
 
 // Kernel-side probe families that can be switched on and off (API probes are per library).
-enum class HostFamily : uint8_t { Sched, Proc, Syscalls, BlockIo, Tcp, Reclaim, CpuSamples };
+enum class HostFamily : uint8_t {
+  Sched,
+  Proc,
+  Syscalls,
+  BlockIo,
+  Tcp,
+  Reclaim,
+  CpuSamples,
+  DriverIoctls,  // ioctls on the NVIDIA driver's device files (/dev/nvidia*), timed per thread
+};
 std::string_view host_family_name(HostFamily f);
 // The syscall family is off unless asked for (trace --with syscalls): its tracepoints slow every
 // system call on the host, and the uretprobe syscall each traced call returns through, while the
 // scheduler already names the syscall a thread slept in. The others are on unless left out.
-constexpr bool host_family_on_by_default(HostFamily f) { return f != HostFamily::Syscalls; }
+// The driver's ioctls ride the same tracepoints, at the same cost to the host: off by default too.
+constexpr bool host_family_on_by_default(HostFamily f) {
+  return f != HostFamily::Syscalls && f != HostFamily::DriverIoctls;
+}
+
+// The device files whose ioctls the driver_ioctls family times: "/dev/nvidia" (nvidiactl,
+// nvidia0, nvidia-uvm, ...). Tests point it at a stand-in (GPUWHY_TEST_DRIVER_PATH=/tmp/x/nvidia):
+// only the file name's prefix and its directory's name are compared in the kernel.
+std::string driver_path_prefix();
 
 // CPU samples per second and CPU unless trace --sample-hz says otherwise: a prime, so the timer
 // does not beat with periodic work of round periods.
@@ -50,6 +67,8 @@ struct ProbeConfig {
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;
   bool syscalls = false, block_io = true, tcp = true, reclaim = true;
+  // Time every ioctl of a traced thread on the GPU driver's device files (where they exist).
+  bool driver_ioctls = false;
   uint32_t sample_hz = 0;  // CPU samples of traced threads per second and CPU (0: none)
   // The dynamic linker's hook stops a process that maps a GPU runtime file not yet known until
   // it is probed (false: user space is told, the process runs on).
@@ -153,8 +172,9 @@ class Probes {
   bool multi_ = false;      // uprobe_multi links (Linux >= 6.6)
   bool rtld_hook_ = false;  // gw_rtld_debug_state loaded and attached
   std::string rtld_detail_;
-  uint32_t entry_only_ = 0;    // ProbeConfig::entry_only_categories
-  bool launch_batch_ = false;  // ProbeConfig::launch_batch
+  uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
+  bool launch_batch_ = false;   // ProbeConfig::launch_batch
+  bool driver_ioctls_ = false;  // the driver's files exist and their ioctls are timed
   bool entry_only(const ApiInfo& api) const {
     return (entry_only_ & category_bit(api.category)) != 0;
   }

@@ -186,7 +186,9 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
     case GW_EV_SYSCALL: {
       gw_syscall r{};
       if (!load(data, size, r)) return DecodeStatus::TooShort;
-      out = SyscallEvent{ts, static_cast<int64_t>(r.duration_ns), h.pid, h.tid, r.nr, r.ret, r.arg0};
+      out =
+          SyscallEvent{ts,     static_cast<int64_t>(r.duration_ns),   h.pid,    h.tid, r.nr, r.ret,
+                       r.arg0, (h.flags & GW_FLAG_DRIVER_IOCTL) != 0, r.request};
       return DecodeStatus::Ok;
     }
     case GW_EV_BLOCK_IO: {

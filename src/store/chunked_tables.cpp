@@ -18,7 +18,10 @@ constexpr std::array<std::string_view, 20> kOffCpu = {
     "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",
     "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall",
     "wait_cpu",   "migrations"};
-constexpr std::array<std::string_view, 7> kSyscalls = {"ts", "dur", "pid", "tid", "nr", "ret", "arg0"};
+// `request`: appended with ABI 7, the request of an ioctl on the GPU driver's device files (the
+// driver_ioctls family), NULL for every other syscall and in older files.
+constexpr std::array<std::string_view, 8> kSyscalls = {"ts", "dur", "pid",  "tid",
+                                                       "nr", "ret", "arg0", "request"};
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};

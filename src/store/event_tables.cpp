@@ -40,7 +40,9 @@ uint16_t field_columns(Field f) {
     case Field::Ptr:
     case Field::Event:
     case Field::GraphExec:
-    case Field::Comm: return kAddr;
+    case Field::Comm:
+    case Field::DeviceOrdinal:
+      return kAddr;
     case Field::Src: return kAddr2;
     case Field::GridXY:
     case Field::GridZ:
@@ -164,6 +166,7 @@ void fill_row(RowValues& r, const SyscallEvent& e, Interner&) {
   r.set(4, e.nr);
   r.set(5, e.ret);
   r.set(6, static_cast<int64_t>(e.arg0));
+  r.opt(7, e.driver, e.request);
 }
 
 void fill_row(RowValues& r, const BlockIo& e, Interner&) {

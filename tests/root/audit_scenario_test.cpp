@@ -295,6 +295,48 @@ TEST_F(AuditScenario, PriceGivesCosts) {
   EXPECT_NEAR(p["lost_cost"].get<double>(), lost, 1e-5);
 }
 
+// One process, two GPUs (issue 21: per process and per GPU): thread 0 selects device 0 and runs
+// kernels ten times their usual length (GPU-bound), thread 1 selects device 1 and runs a fifth of
+// them behind 4 ms of batch collation per step (host-bound). Each device has its own simulated
+// GPU thread, and the truth file gives each one's busy time.
+TEST_F(AuditScenario, TwoDevicesEachGetTheirOwnRegimeAndBusyTime) {
+  Audited a;
+  audit_loop({"--scenario", "clean", "--steps", "50", "--threads", "2", "--devices", "2",
+              "--device-kernel-scale", "10,0.2", "--device-prep-us", "500,4000"},
+             {}, a);
+  const json& devices = a.audit["devices"];
+  ASSERT_EQ(devices.size(), 2u) << a.text;
+  ASSERT_EQ(a.truth["devices"].size(), 2u) << "the simulator ran two GPUs";
+  const char* regimes[] = {"gpu_bound", "host_bound"};
+  for (int i = 0; i < 2; ++i) {
+    const json& d = devices[i];
+    SCOPED_TRACE("device " + std::to_string(i));
+    EXPECT_EQ(d["device"], i) << a.text;
+    EXPECT_EQ(d["tids"].size(), 1u) << "one dispatch thread per device\n" << a.text;
+    EXPECT_EQ(d["regime"], regimes[i]) << a.text;
+    const json& t = a.truth["devices"][i];
+    ASSERT_EQ(t["device"], i);
+    const double truth = t["gpu_busy_ns"].get<double>();
+    const double span = d["last_rel_ns"].get<double>() - d["first_rel_ns"].get<double>();
+    const json& b = d["gpu_busy"];
+    EXPECT_LE(std::abs(b["estimate_ns"].get<double>() - truth),
+              b["error_ns"].get<double>() + 0.15 * span)
+        << "truth " << truth << " ns\n"
+        << a.text;
+    // Every allocation of a thread went to its own device: each holds its batch buffer.
+    EXPECT_GE(d["memory"]["peak_bytes"].get<uint64_t>(), 4ull << 20) << a.text;
+  }
+  // The GPU-bound device is fed all the time: its estimate is close, not only inside a bound.
+  const double truth0 = a.truth["devices"][0]["gpu_busy_ns"].get<double>();
+  EXPECT_NEAR(devices[0]["gpu_busy"]["estimate_ns"].get<double>(), truth0, 0.25 * truth0) << a.text;
+  EXPECT_EQ(a.audit["moved_threads"], 0) << a.text;
+  // The process's busy time is its GPUs' together.
+  EXPECT_EQ(a.audit["gpu_busy"]["estimate_ns"].get<int64_t>(),
+            devices[0]["gpu_busy"]["estimate_ns"].get<int64_t>() +
+                devices[1]["gpu_busy"]["estimate_ns"].get<int64_t>());
+  EXPECT_NE(a.text.find("GPU 1 (thread"), std::string::npos) << a.text;
+}
+
 TEST_F(AuditScenario, BadPriceIsRefused) {
   const RunResult r =
       run({gpuwhy_binary(), "audit", "--db", "/nonexistent.db", "--price-per-gpu-hour", "-1"});

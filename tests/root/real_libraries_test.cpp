@@ -19,7 +19,7 @@ using nlohmann::json;
 
 // Expected stored columns, derived from the C parameter names the workload printed.
 struct Expected {
-  std::optional<uint64_t> bytes, stream, blocks, tpb;
+  std::optional<uint64_t> bytes, stream, blocks, tpb, addr;
   std::optional<int64_t> op;
 };
 
@@ -65,6 +65,7 @@ Expected expected_for(const ApiInfo& api, const json& args) {
       if (auto k = pick(a, {"kind"})) e.op = static_cast<int64_t>(*k);
     if (api.fixed_dir) e.op = static_cast<int64_t>(*api.fixed_dir);
   }
+  if (api.category == Category::Device) e.addr = pick(a, {"device", "deviceId"});
   if (api.category == Category::Collective) {
     auto count = pick(a, {"count", "sendcount", "recvcount"});
     auto dtype = pick(a, {"datatype"});
@@ -136,9 +137,9 @@ class RealLibraries : public ::testing::Test {
     for (const auto& [line, call, api] : calls) {
       SCOPED_TRACE(line);
       auto q = store::run_query(
-          *f, "SELECT ret, bytes, stream, blocks, tpb, op FROM api_calls WHERE api = " +
-                  std::to_string(api->id) + " AND tid = " +
-                  std::to_string(call["tid"].get<uint32_t>()));
+          *f, "SELECT ret, bytes, stream, blocks, tpb, op, addr FROM api_calls WHERE api = " +
+                  std::to_string(api->id) +
+                  " AND tid = " + std::to_string(call["tid"].get<uint32_t>()));
       ASSERT_TRUE(q.ok()) << q.error().line();
       ASSERT_EQ(q->rows.size(), 1u) << "each call recorded exactly once";
       EXPECT_EQ(std::stoll(q->rows[0][0]), call["ret"].get<int64_t>());
@@ -148,6 +149,9 @@ class RealLibraries : public ::testing::Test {
       if (e.blocks) { EXPECT_EQ(opt_u(*q, 0, 3), e.blocks) << "grid blocks"; }
       if (e.tpb) { EXPECT_EQ(opt_u(*q, 0, 4), e.tpb) << "threads per block"; }
       if (e.op) { EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op"; }
+      if (e.addr) {
+        EXPECT_EQ(opt_u(*q, 0, 6), e.addr) << "device ordinal";
+      }
       ++checked;
     }
     EXPECT_GT(checked, 5) << calls.size() << " calls printed";

@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 6);
+static_assert(GW_ABI_VERSION == 7);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -46,7 +46,7 @@ static_assert(sizeof(gw_cpu_sample) == 24 + 24);
 static_assert(offsetof(gw_cpu_sample, py_stack) == 40);
 static_assert(offsetof(gw_cpu_sample, syscall) == 32);
 static_assert(offsetof(gw_cpu_sample, stack_id) == 36);
-static_assert(sizeof(gw_config) == 56);
+static_assert(sizeof(gw_config) == 96);
 static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // Counter ids are stored by name in traces (losses, event_counts); user space sums them into
 // std::array<uint64_t, GW_CNT__MAX> (probes::Probes::read_counters, cli::TraceCounts).

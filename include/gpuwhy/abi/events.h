@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 6
+#define GW_ABI_VERSION 7
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -59,6 +59,10 @@ struct gw_event_header {
 /* A launch kept compactly (gw_launch_item, or an API call record made from one): its time,
  * duration, return value and kernel (addr) are known, its other arguments were not captured. */
 #define GW_FLAG_COMPACT 0x8
+/* A GW_EV_SYSCALL record of an ioctl on a GPU driver's device file (gw_config.driver_dir and
+ * driver_name: /dev/nvidia*), recorded whatever its length; gw_syscall.request is its request
+ * (ABI 7). */
+#define GW_FLAG_DRIVER_IOCTL 0x10
 
 /* ---- GPU API calls ------------------------------------------------------------------------ */
 
@@ -232,7 +236,7 @@ struct gw_syscall {
 	__s64 ret;
 	__u64 arg0;
 	__u32 nr;
-	__u32 pad;
+	__u32 request; /* GW_FLAG_DRIVER_IOCTL: the ioctl's request; else 0 (ABI 7; pad before) */
 };
 
 struct gw_block_io {
@@ -346,6 +350,13 @@ struct gw_config {
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 	__u32 python_stacks;    /* 1: Python stacks at the calls of Python processes (ABI 5) */
 	__u32 pad2;
+	/* ABI 7: the syscall tracepoints serve two families. `syscalls`: every slow syscall of a
+	 * traced thread; `driver_ioctls`: every ioctl of a traced thread on a file named
+	 * driver_name* (a prefix) in a directory named driver_dir (NUL-padded): "nvidia" in "dev". */
+	__u32 syscalls;
+	__u32 driver_ioctls;
+	char driver_dir[16];
+	char driver_name[16];
 };
 
 /* ---- Python stacks (ABI 5) ----------------------------------------------------------------------

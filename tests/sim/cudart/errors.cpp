@@ -9,7 +9,6 @@ constexpr cudaError_t kCudartUnloading = 4;  // cudaErrorCudartUnloading
 constexpr cudaError_t kNoDevice = 100;       // cudaErrorNoDevice
 
 thread_local cudaError_t t_last_error = cudaSuccess;
-thread_local int t_current_device = 0;
 
 }  // namespace
 
@@ -102,14 +101,14 @@ cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= Device::get().config().device_count) {
     return fail(cudaErrorInvalidDevice);
   }
-  t_current_device = device;
+  Device::select(device);
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
   GWSIM_ENTER();
   if (device == nullptr) return fail(cudaErrorInvalidValue);
-  *device = t_current_device;
+  *device = Device::selected();
   return cudaSuccess;
 }
 

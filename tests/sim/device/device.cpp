@@ -3,7 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <mutex>
 
 #include "device/truth.hpp"
 #include "gwsim/clock.hpp"
@@ -23,33 +26,69 @@ bool valid_dims(Dims d) { return d.x > 0 && d.y > 0 && d.z > 0; }
 
 }  // namespace
 
-Device& Device::get() {
-  // Never destroyed: shutdown() runs from atexit instead, while everything is still alive.
-  static Device* const device = new Device();
-  return *device;
+namespace {
+
+constexpr int kMaxDevices = 16;
+std::atomic<Device*> g_devices[kMaxDevices];
+std::mutex g_create_mu;
+thread_local int t_selected = 0;
+pid_t g_owner_pid = 0;
+uint64_t g_start_ns = 0;
+
+Stats& process_stats() {
+  static Stats* const stats = new Stats();  // never destroyed, like the devices
+  return *stats;
 }
 
-Device::Device()
-    : config_(config_from_env()),
-      owner_pid_(getpid()),
-      start_ns_(now_ns()),
+}  // namespace
+
+Device& Device::get() { return of(t_selected); }
+
+void Device::select(int ordinal) { t_selected = ordinal; }
+
+int Device::selected() { return t_selected; }
+
+Device& Device::of(int ordinal) {
+  ordinal = std::clamp(ordinal, 0, kMaxDevices - 1);
+  if (Device* d = g_devices[ordinal].load(std::memory_order_acquire)) return *d;
+  std::lock_guard lk(g_create_mu);
+  if (Device* d = g_devices[ordinal].load(std::memory_order_relaxed)) return *d;
+  if (g_owner_pid == 0) {
+    // Never destroyed: shutdown_all() runs from atexit instead, while everything is still alive.
+    g_owner_pid = getpid();
+    g_start_ns = now_ns();
+    std::atexit(&Device::shutdown_all);
+  }
+  Device* d = new Device(ordinal);
+  g_devices[ordinal].store(d, std::memory_order_release);
+  return *d;
+}
+
+Device::Device(int ordinal)
+    : ordinal_(ordinal),
+      config_(config_from_env()),
+      stats_(process_stats()),
       engine_(config_.queue_depth),
-      launch_ns_(config_.launch_ns) {
-  std::atexit([] { Device::get().shutdown(); });
-}
+      launch_ns_(config_.launch_ns) {}
 
-void Device::shutdown() {
-  // A fork()ed child inherits this object but not the GPU thread: leave both alone there.
-  if (getpid() != owner_pid_) return;
+void Device::shutdown_all() {
+  // A fork()ed child inherits the devices but not their GPU threads: leave them alone there.
+  if (getpid() != g_owner_pid) return;
   TruthInput in;
-  in.config = &config_;
-  in.pending_at_exit = engine_.pending();
-  engine_.stop();
-  in.totals = engine_.totals();
-  in.start_ns = start_ns_;
+  in.start_ns = g_start_ns;
+  for (int i = 0; i < kMaxDevices; ++i) {
+    Device* d = g_devices[i].load(std::memory_order_acquire);
+    if (d == nullptr) continue;
+    if (in.config == nullptr) in.config = &d->config_;
+    in.pending_at_exit += d->engine_.pending();
+    d->engine_.stop();
+    const EngineTotals t = d->engine_.totals();
+    in.devices.emplace_back(i, t);
+    in.totals.add(t);
+  }
   in.end_ns = now_ns();
-  if (!config_.truth_path.empty()) {
-    write_truth(expand_truth_path(config_.truth_path), in, stats_);
+  if (in.config != nullptr && !in.config->truth_path.empty()) {
+    write_truth(expand_truth_path(in.config->truth_path), in, process_stats());
   }
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one simulated GPU of a process, shared by every front library (libcudart, libcuda,
-// libnccl, libamdhip64 all link libgwsim_device.so), so that a stream created through the runtime
-// API can carry an NCCL collective and a single GPU thread sees all the work.
+// The simulated GPUs of a process (GWSIM_DEVICE_COUNT of them, device 0 by default), shared by
+// every front library (libcudart, libcuda, libnccl, libamdhip64 all link libgwsim_device.so), so
+// that a stream created through the runtime API can carry an NCCL collective and one GPU thread
+// per device sees all of that device's work. As in CUDA and HIP, the current device is per host
+// thread: 0 until the thread calls cudaSetDevice / hipSetDevice (Device::select).
 //
 // It holds the semantics the fronts have in common: what a launch, a copy or an allocation costs
 // on the host and on the GPU, which calls block, and the ground truth of all of it. A front only
@@ -40,8 +42,13 @@ struct CopyRequest {
 
 class Device {
  public:
-  // Created on first use; shut down (GPU thread stopped, truth written) at process exit.
+  // The calling thread's current device. Each is created on first use; all are shut down (GPU
+  // threads stopped, truth written) at process exit.
   static Device& get();
+  // Makes `ordinal` (0 <= ordinal < config().device_count) the calling thread's current device.
+  static void select(int ordinal);
+  static int selected();
+  int ordinal() const { return ordinal_; }
 
   const Config& config() const { return config_; }
   Stats& stats() { return stats_; }
@@ -86,17 +93,17 @@ class Device {
     bool pageable = false;  // the host side is ordinary (unpinned) memory
   };
 
-  Device();
-  void shutdown();
+  explicit Device(int ordinal);
+  static Device& of(int ordinal);
+  static void shutdown_all();
   Status plan_copy(const CopyRequest& req, CopyPlan* plan);
   uint64_t kernel_ns(const void* key);
   Status submit(const ApiCounter* api, uint64_t stream, DefaultStream scope, const Op& op,
                 uint64_t* seq);
 
+  const int ordinal_;
   const Config config_;
-  const pid_t owner_pid_;
-  const uint64_t start_ns_;
-  Stats stats_;
+  Stats& stats_;  // one per process: calls and per-thread waits, whatever the device
   Engine engine_;
   std::atomic<uint64_t> launch_ns_;
   std::mutex mu_;  // guards memory_ and kernel_ns_

@@ -49,6 +49,20 @@ struct EngineTotals {
   uint64_t collective_bytes = 0;
   uint64_t gate_ns = 0;  // time the GPU was held by gates (collectives waiting for peers)
   uint64_t submitted = 0, completed = 0;
+  // Adds another device's totals (the truth file's process-wide figures).
+  void add(const EngineTotals& o) {
+    busy_ns += o.busy_ns;
+    kernels += o.kernels;
+    graphs += o.graphs;
+    copies += o.copies;
+    memsets += o.memsets;
+    collectives += o.collectives;
+    for (int i = 0; i < 4; ++i) bytes_by_dir[i] += o.bytes_by_dir[i];
+    collective_bytes += o.collective_bytes;
+    gate_ns += o.gate_ns;
+    submitted += o.submitted;
+    completed += o.completed;
+  }
 };
 
 class Engine {

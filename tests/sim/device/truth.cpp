@@ -89,7 +89,14 @@ bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
     o << (first ? "" : ", ") << json_quote(name) << ": " << n;
     first = false;
   }
-  o << "},\n";
+  o << "},\n  \"devices\": [";
+  bool first_dev = true;
+  for (const auto& [ordinal, d] : in.devices) {
+    o << (first_dev ? "" : ", ") << "{\"device\": " << ordinal << ", \"gpu_busy_ns\": " << d.busy_ns
+      << ", \"kernels\": " << d.kernels << ", \"copies\": " << d.copies << "}";
+    first_dev = false;
+  }
+  o << "],\n";
   write_threads(o, stats);
   for (const auto& [key, json] : stats.sections()) o << ",\n  " << json_quote(key) << ": " << json;
   o << ",\n";

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "device/config.hpp"
 #include "device/engine.hpp"
@@ -20,6 +22,7 @@ struct TruthInput {
   uint64_t pending_at_exit = 0;
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC when the device model started
   uint64_t end_ns = 0;
+  std::vector<std::pair<int, EngineTotals>> devices;  // per device ordinal used
 };
 
 // "%p" in the configured path becomes the process id.

@@ -68,7 +68,9 @@ hipError_t hipGetDeviceCount(int* count) {
 hipError_t hipSetDevice(int deviceId) {
   GWSIM_ENTER();
   const bool ok = deviceId >= 0 && deviceId < Device::get().config().device_count;
-  return ok ? hipSuccess : fail(hipErrorInvalidDevice);
+  if (!ok) return fail(hipErrorInvalidDevice);
+  Device::select(deviceId);
+  return hipSuccess;
 }
 
 hipError_t hipGetLastError(void) {

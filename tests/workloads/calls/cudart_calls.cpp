@@ -179,6 +179,13 @@ void graph(int id, const char* name, decltype(&cudaGraphLaunch) fn) {
   c.done(fn(v.as<cudaGraphExec_t>(v.graph), v.as<cudaStream_t>(v.stream)));
 }
 
+// Device 3: a GPU this host does not have (the call fails), an ordinal no default could fake.
+void set_device(const char* name, decltype(&cudaSetDevice) fn) {
+  Call c(name);
+  c.args.num("device", 3);
+  c.done(fn(3));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,5 +223,6 @@ int main(int argc, char** argv) {
   graph(28, "cudaGraphLaunch", &cudaGraphLaunch);
   graph(29, "cudaGraphLaunch_ptsz", &cudaGraphLaunch_ptsz);
   alloc_flags(30, "cudaHostAlloc", "pHost", &cudaHostAlloc);
+  set_device("cudaSetDevice", &cudaSetDevice);
   return 0;
 }

@@ -205,6 +205,15 @@ void copy_dtod(const Library& lib, int id, const char* name) {
   c.done(fn(v.as<hipDeviceptr_t>(v.dst), v.as<hipDeviceptr_t>(v.src), v.bytes));
 }
 
+// Device 3: a GPU this host does not have (the call fails), an ordinal no default could fake.
+void set_device(const Library& lib, const char* name) {
+  const auto fn = lib.get<decltype(&hipSetDevice)>(name);
+  if (fn == nullptr) return;
+  Call c(name);
+  c.args.num("deviceId", 3);
+  c.done(fn(3));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,5 +241,6 @@ int main(int argc, char** argv) {
   copy_htod(lib, 316, "hipMemcpyHtoD");
   copy_dtoh(lib, 317, "hipMemcpyDtoH");
   copy_dtod(lib, 318, "hipMemcpyDtoD");
+  set_device(lib, "hipSetDevice");
   return 0;
 }

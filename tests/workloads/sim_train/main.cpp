@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -108,6 +109,8 @@ int main(int argc, char** argv) {
     return gw::run_launcher(s, argc, argv);
   }
 
+  // Enough simulated GPUs for --devices (before the first call creates device 0).
+  if (s.devices > 1) setenv("GWSIM_DEVICE_COUNT", std::to_string(s.devices).c_str(), 0);
   gw::register_kernels(s.kernel_scale);
   gw::Shared shared(s);
   gw::Hog hog;

@@ -1,12 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim_train/settings.hpp"
 
+#include <algorithm>
+#include <stdexcept>
 #include <thread>
 
 namespace gw {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
+
+// "a,b,c" -> its numbers; exits with the usage on anything else.
+std::vector<double> number_list(const Args& args, const char* name) {
+  std::vector<double> out;
+  const std::string text = args.str(name, "");
+  size_t at = 0;
+  while (at <= text.size() && !text.empty()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    try {
+      size_t used = 0;
+      const std::string item = text.substr(at, comma - at);
+      out.push_back(std::stod(item, &used));
+      if (used != item.size() || out.back() < 0) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      args.fail(std::string("--") + name + " takes numbers of 0 or more, comma-separated");
+    }
+    at = comma + 1;
+  }
+  return out;
+}
 
 struct Named {
   const char* name;
@@ -31,6 +53,8 @@ constexpr const char* kUsage =
     "[--scenario clean|contention|lock|hidden-sync|transfer|alloc-churn|launch-drop|straggler|\n"
     "  input-stall|inline-save|neighbour]\n"
     "  [--steps N (200) | --seconds S] [--threads N (1)] [--wait-file PATH]\n"
+    "  GPUs: [--devices N (1): thread i on device i % N] [--device-prep-us A,B,..]\n"
+    "        [--device-kernel-scale A,B,..] (one per device: its threads' prep-us, kernel-scale)\n"
     "  step shape: [--prep-us N (500)] [--overhead-us N (10)] [--optimizer-us N (150)]\n"
     "              [--kernel-scale F (1.0)] [--batch-mib N (4)] [--loss-every N (10)]\n"
     "  contention, launch-drop, neighbour: [--cpu N (0)]\n"
@@ -62,14 +86,43 @@ const char* scenario_name(Scenario s) {
 
 Args make_args(int argc, char** argv) {
   return Args(argc, argv,
-              {"scenario",      "steps",        "seconds",        "threads",      "wait-file",
-               "prep-us",       "overhead-us",  "optimizer-us",   "kernel-scale", "batch-mib",
-               "loss-every",    "cpu",          "hog-threads",    "transfer-mib", "alloc-buffers",
-               "alloc-mib",     "ckpt-hold-ms", "ckpt-period-ms", "ranks",        "grad-mib",
-               "straggle-rank", "straggle-ms",  "rank",           "nccl-id",      "input-kib",
-               "loader-ms",     "save-mib",     "save-every",     "save-dir",
-               "leak-kib",      "unused-mib",   "readback-each-op",
-               "pinned-transfer-mib", "caching-allocator"},
+              {"scenario",
+               "steps",
+               "seconds",
+               "threads",
+               "wait-file",
+               "prep-us",
+               "overhead-us",
+               "optimizer-us",
+               "kernel-scale",
+               "batch-mib",
+               "loss-every",
+               "cpu",
+               "hog-threads",
+               "transfer-mib",
+               "alloc-buffers",
+               "alloc-mib",
+               "ckpt-hold-ms",
+               "ckpt-period-ms",
+               "ranks",
+               "grad-mib",
+               "straggle-rank",
+               "straggle-ms",
+               "rank",
+               "nccl-id",
+               "input-kib",
+               "loader-ms",
+               "save-mib",
+               "save-every",
+               "save-dir",
+               "leak-kib",
+               "unused-mib",
+               "readback-each-op",
+               "devices",
+               "device-prep-us",
+               "device-kernel-scale",
+               "pinned-transfer-mib",
+               "caching-allocator"},
               {}, kUsage);
 }
 
@@ -130,6 +183,14 @@ Settings parse_settings(const Args& args) {
   s.unused_bytes = args.u64("unused-mib", 0) * kMiB;
   s.readback_each_op = args.u64("readback-each-op", 0) != 0;
   s.caching_allocator = args.u64("caching-allocator", 0) != 0;
+  s.devices = static_cast<int>(args.u64("devices", 1));
+  if (s.devices < 1 || s.devices > 8) args.fail("--devices must be 1..8");
+  for (double us : number_list(args, "device-prep-us"))
+    s.device_prep_ns.push_back(static_cast<uint64_t>(us * 1000));
+  s.device_kernel_scale = number_list(args, "device-kernel-scale");
+  if (s.device_prep_ns.size() > static_cast<size_t>(s.devices) ||
+      s.device_kernel_scale.size() > static_cast<size_t>(s.devices))
+    args.fail("--device-prep-us / --device-kernel-scale: at most one value per device");
 
   s.ranks = static_cast<int>(args.u64("ranks", 2));
   if (s.ranks < 1 || s.ranks > 64) args.fail("--ranks must be 1..64");

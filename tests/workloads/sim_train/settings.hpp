@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/args.hpp"
 
@@ -31,6 +32,13 @@ struct Settings {
   uint64_t steps = 200;
   double seconds = 0;  // > 0: run this long instead of --steps
   int threads = 1;     // dispatch threads, each with its own stream
+  // GPUs: dispatch thread i selects device i % devices (cudaSetDevice) when there are several,
+  // each with its own batch collation time and kernel scale (--device-prep-us,
+  // --device-kernel-scale: one value per device), so one process can hold a GPU-bound and a
+  // host-bound GPU at once.
+  int devices = 1;
+  std::vector<uint64_t> device_prep_ns;
+  std::vector<double> device_kernel_scale;
   int cpu = 0;         // the CPU the dispatch thread and cpu_hog share
   int hog_threads = 1;
 

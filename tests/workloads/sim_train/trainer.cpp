@@ -28,7 +28,11 @@ void check_nccl(ncclResult_t err, const char* what) {
   std::exit(1);
 }
 
-Trainer::Trainer(Shared& shared, int index) : shared_(shared), s_(shared.settings), index_(index) {}
+Trainer::Trainer(Shared& shared, int index)
+    : shared_(shared), s_(shared.settings), index_(index), prep_ns_(s_.prep_ns) {
+  const size_t device = static_cast<size_t>(index % s_.devices);
+  if (device < s_.device_prep_ns.size()) prep_ns_ = s_.device_prep_ns[device];
+}
 
 void Trainer::run() {
   name_this_thread(index_ == 0 ? "trainer" : "trainer-" + std::to_string(index_));
@@ -36,6 +40,15 @@ void Trainer::run() {
   const Scenario sc = s_.scenario;
   if (sc == Scenario::kContention || sc == Scenario::kLaunchDrop || sc == Scenario::kNeighbour)
     pin_this_thread(s_.cpu);
+  if (s_.devices > 1) {
+    // torch.cuda.set_device(i): this thread's calls go to its own GPU from here on, whose
+    // kernels last as that device's --device-kernel-scale says.
+    const int device = index_ % s_.devices;
+    check(cudaSetDevice(device), "cudaSetDevice");
+    register_kernels(static_cast<size_t>(device) < s_.device_kernel_scale.size()
+                         ? s_.device_kernel_scale[device]
+                         : s_.kernel_scale);
+  }
   setup();
   // The process is traced from its first GPU call on: what it forks now is traced too.
   if (index_ == 0 && shared_.on_setup) shared_.on_setup();
@@ -207,7 +220,7 @@ void Trainer::step(uint64_t i) {
           "cudaMemcpyAsync loss");
   }
   if (sc == Scenario::kInlineSave && i % s_.save_every == s_.save_every - 1) save_checkpoint();
-  gwsim::burn_cpu_ns(s_.prep_ns);  // collate the next batch while the GPU works
+  gwsim::burn_cpu_ns(prep_ns_);  // collate the next batch while the GPU works
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   if (s_.caching_allocator) {
     cache_.release_blocks();

@@ -80,6 +80,7 @@ class Trainer {
   Shared& shared_;
   const Settings& s_;
   const int index_;
+  uint64_t prep_ns_;  // its device's batch collation time (--device-prep-us), else --prep-us
   TrainerStats stats_;
   cudaStream_t stream_ = nullptr;
   std::vector<char> input_;  // input-stall: the batch read from the loader

@@ -219,8 +219,9 @@ inline bool enqueues_work(const ApiMeta& m) {
 inline bool drains_queue(const ApiMeta& m) {
   switch (m.cat) {
     case Category::Sync:
-    case Category::Free:  // cudaFree synchronises the device before releasing memory
       return true;
+    case Category::Free:  // cudaFree synchronises the device first; cudaFreeAsync is stream-ordered
+      return !m.async;
     case Category::Copy:
     case Category::Memset:
       return !m.async;

@@ -20,44 +20,139 @@ constexpr ArgSource S(uint8_t n) { return {GW_ARG_STACK, n, 0}; }
 constexpr ArgSource D(uint8_t reg, uint16_t off) { return {GW_ARG_DEREF, reg, off}; }
 
 // Argument layouts shared by several functions.
-#define RT_LAUNCH {{F::Func, R(0)}, {F::GridXY, R(1)}, {F::GridZ, R(2)}, {F::BlockXY, R(3)}, \
-                   {F::BlockZ, R(4)}, {F::Stream, S(2)}}
+#define RT_LAUNCH                                                                                  \
+  {                                                                                                \
+    {F::Func, R(0)}, {F::GridXY, R(1)}, {F::GridZ, R(2)}, {F::BlockXY, R(3)}, {F::BlockZ, R(4)}, { \
+      F::Stream, S(2)                                                                              \
+    }                                                                                              \
+  }
 // cudaLaunchConfig_t, CUlaunchConfig and their layout: grid x,y,z, block x,y,z (u32 each),
 // shared memory bytes, then the stream at offset 32.
-#define CFG_LAUNCH(cfg, fn) {{F::Func, R(fn)}, {F::GridXY, D(cfg, 0)}, {F::GridZBlockX, D(cfg, 8)}, \
-                             {F::BlockYZ, D(cfg, 16)}, {F::Stream, D(cfg, 32)}}
-#define DRV_LAUNCH {{F::Func, R(0)}, {F::GridX, R(1)}, {F::GridY, R(2)}, {F::GridZ, R(3)}, \
-                    {F::BlockX, R(4)}, {F::BlockY, R(5)}, {F::BlockZ, S(1)}, {F::Stream, S(3)}}
-#define RT_COPY {{F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, {F::CopyKind, R(3)}}
-#define RT_COPY_ASYNC {{F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, {F::CopyKind, R(3)}, \
-                       {F::Stream, R(4)}}
-#define RT_COPY_2D {{F::Dst, R(0)}, {F::Src, R(2)}, {F::Width, R(4)}, {F::Height, R(5)}, \
-                    {F::CopyKind, S(1)}}
-#define RT_COPY_2D_ASYNC {{F::Dst, R(0)}, {F::Src, R(2)}, {F::Width, R(4)}, {F::Height, R(5)}, \
-                          {F::CopyKind, S(1)}, {F::Stream, S(2)}}
-#define DRV_COPY {{F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}}
-#define DRV_COPY_ASYNC {{F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, {F::Stream, R(3)}}
-#define MEMSET {{F::Dst, R(0)}, {F::Value, R(1)}, {F::Bytes, R(2)}}
-#define MEMSET_ASYNC {{F::Dst, R(0)}, {F::Value, R(1)}, {F::Bytes, R(2)}, {F::Stream, R(3)}}
-#define ALLOC {{F::Bytes, R(1)}}
-#define ALLOC_FLAGS {{F::Bytes, R(1)}, {F::Flags, R(2)}}
-#define FREE {{F::Ptr, R(0)}}
-#define ON_STREAM {{F::Stream, R(0)}}
-#define NONE {}
-#define ON_EVENT {{F::Event, R(0)}}
-#define WAIT_EVENT {{F::Stream, R(0)}, {F::Event, R(1)}}
-#define GRAPH {{F::GraphExec, R(0)}, {F::Stream, R(1)}}
-#define NCCL_REDUCE_ALL {{F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, \
-                         {F::RedOp, R(4)}, {F::Comm, R(5)}, {F::Stream, S(1)}}
-#define NCCL_BCAST {{F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, \
-                    {F::Root, R(4)}, {F::Comm, R(5)}, {F::Stream, S(1)}}
-#define NCCL_GATHER {{F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, \
-                     {F::Comm, R(4)}, {F::Stream, R(5)}}
-#define NCCL_REDUCE {{F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, \
-                     {F::RedOp, R(4)}, {F::Root, R(5)}, {F::Comm, S(1)}, {F::Stream, S(2)}}
-#define NCCL_P2P {{F::Dst, R(0)}, {F::Count, R(1)}, {F::Dtype, R(2)}, {F::Peer, R(3)}, \
-                  {F::Comm, R(4)}, {F::Stream, R(5)}}
-#define NCCL_INIT {{F::NRanks, R(1)}, {F::Rank, R(2)}}
+#define CFG_LAUNCH(cfg, fn)                                                \
+  {                                                                        \
+    {F::Func, R(fn)}, {F::GridXY, D(cfg, 0)}, {F::GridZBlockX, D(cfg, 8)}, \
+        {F::BlockYZ, D(cfg, 16)}, {                                        \
+      F::Stream, D(cfg, 32)                                                \
+    }                                                                      \
+  }
+#define DRV_LAUNCH                                                                            \
+  {                                                                                           \
+    {F::Func, R(0)}, {F::GridX, R(1)}, {F::GridY, R(2)}, {F::GridZ, R(3)}, {F::BlockX, R(4)}, \
+        {F::BlockY, R(5)}, {F::BlockZ, S(1)}, {                                               \
+      F::Stream, S(3)                                                                         \
+    }                                                                                         \
+  }
+#define RT_COPY                                                             \
+  {                                                                         \
+    {F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, { F::CopyKind, R(3) } \
+  }
+#define RT_COPY_ASYNC                                                                          \
+  {                                                                                            \
+    {F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, {F::CopyKind, R(3)}, { F::Stream, R(4) } \
+  }
+#define RT_COPY_2D                                                                             \
+  {                                                                                            \
+    {F::Dst, R(0)}, {F::Src, R(2)}, {F::Width, R(4)}, {F::Height, R(5)}, { F::CopyKind, S(1) } \
+  }
+#define RT_COPY_2D_ASYNC                                                                        \
+  {                                                                                             \
+    {F::Dst, R(0)}, {F::Src, R(2)}, {F::Width, R(4)}, {F::Height, R(5)}, {F::CopyKind, S(1)}, { \
+      F::Stream, S(2)                                                                           \
+    }                                                                                           \
+  }
+#define DRV_COPY                                       \
+  {                                                    \
+    {F::Dst, R(0)}, {F::Src, R(1)}, { F::Bytes, R(2) } \
+  }
+#define DRV_COPY_ASYNC                                                    \
+  {                                                                       \
+    {F::Dst, R(0)}, {F::Src, R(1)}, {F::Bytes, R(2)}, { F::Stream, R(3) } \
+  }
+#define MEMSET                                           \
+  {                                                      \
+    {F::Dst, R(0)}, {F::Value, R(1)}, { F::Bytes, R(2) } \
+  }
+#define MEMSET_ASYNC                                                        \
+  {                                                                         \
+    {F::Dst, R(0)}, {F::Value, R(1)}, {F::Bytes, R(2)}, { F::Stream, R(3) } \
+  }
+#define ALLOC          \
+  {                    \
+    { F::Bytes, R(1) } \
+  }
+#define ALLOC_FLAGS                      \
+  {                                      \
+    {F::Bytes, R(1)}, { F::Flags, R(2) } \
+  }
+#define FREE         \
+  {                  \
+    { F::Ptr, R(0) } \
+  }
+// Stream-ordered (async pools): the memory is the stream's from the call's place in it; a free
+// does not wait for the device as cudaFree does.
+#define ALLOC_ASYNC                       \
+  {                                       \
+    {F::Bytes, R(1)}, { F::Stream, R(2) } \
+  }
+#define FREE_ASYNC                      \
+  {                                     \
+    {F::Ptr, R(0)}, { F::Stream, R(1) } \
+  }
+#define ON_STREAM       \
+  {                     \
+    { F::Stream, R(0) } \
+  }
+#define NONE \
+  {}
+#define ON_EVENT       \
+  {                    \
+    { F::Event, R(0) } \
+  }
+#define WAIT_EVENT                        \
+  {                                       \
+    {F::Stream, R(0)}, { F::Event, R(1) } \
+  }
+#define GRAPH                                 \
+  {                                           \
+    {F::GraphExec, R(0)}, { F::Stream, R(1) } \
+  }
+#define NCCL_REDUCE_ALL                                                                   \
+  {                                                                                       \
+    {F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, {F::RedOp, R(4)}, \
+        {F::Comm, R(5)}, {                                                                \
+      F::Stream, S(1)                                                                     \
+    }                                                                                     \
+  }
+#define NCCL_BCAST                                                                       \
+  {                                                                                      \
+    {F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, {F::Root, R(4)}, \
+        {F::Comm, R(5)}, {                                                               \
+      F::Stream, S(1)                                                                    \
+    }                                                                                    \
+  }
+#define NCCL_GATHER                                                                        \
+  {                                                                                        \
+    {F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, {F::Comm, R(4)}, { \
+      F::Stream, R(5)                                                                      \
+    }                                                                                      \
+  }
+#define NCCL_REDUCE                                                                       \
+  {                                                                                       \
+    {F::Src, R(0)}, {F::Dst, R(1)}, {F::Count, R(2)}, {F::Dtype, R(3)}, {F::RedOp, R(4)}, \
+        {F::Root, R(5)}, {F::Comm, S(1)}, {                                               \
+      F::Stream, S(2)                                                                     \
+    }                                                                                     \
+  }
+#define NCCL_P2P                                                                            \
+  {                                                                                         \
+    {F::Dst, R(0)}, {F::Count, R(1)}, {F::Dtype, R(2)}, {F::Peer, R(3)}, {F::Comm, R(4)}, { \
+      F::Stream, R(5)                                                                       \
+    }                                                                                       \
+  }
+#define NCCL_INIT                        \
+  {                                      \
+    {F::NRanks, R(1)}, { F::Rank, R(2) } \
+  }
 #define SET_DEVICE             \
   {                            \
     { F::DeviceOrdinal, R(0) } \
@@ -102,6 +197,15 @@ const ApiInfo kCatalog[] = {
     {30, "cudaHostAlloc", Fam::Cudart, C::Alloc, ALLOC_FLAGS, 0},
     // The thread's current device from here on (per thread; device 0 until a thread sets one).
     {31, "cudaSetDevice", Fam::Cudart, C::Device, SET_DEVICE},
+    // Memory pools (CUDA 11.2+): PyTorch's and JAX's async allocators reserve through these.
+    {32, "cudaMallocAsync", Fam::Cudart, C::Alloc, ALLOC_ASYNC, 0},
+    {33, "cudaFreeAsync", Fam::Cudart, C::Free, FREE_ASYNC},
+    {34,
+     "cudaMallocFromPoolAsync",
+     Fam::Cudart,
+     C::Alloc,
+     {{F::Bytes, R(1)}, {F::Stream, R(3)}},
+     0},
 
     // CUDA driver (libcuda)
     {100, "cuLaunchKernel", Fam::CudaDriver, C::Launch, DRV_LAUNCH},
@@ -136,6 +240,8 @@ const ApiInfo kCatalog[] = {
     {143, "cuEventSynchronize", Fam::CudaDriver, C::Sync, ON_EVENT},
     {144, "cuGraphLaunch", Fam::CudaDriver, C::Graph, GRAPH},
     {145, "cuGraphLaunch_ptsz", Fam::CudaDriver, C::Graph, GRAPH},
+    {146, "cuMemAllocAsync", Fam::CudaDriver, C::Alloc, ALLOC_ASYNC, 0},
+    {147, "cuMemFreeAsync", Fam::CudaDriver, C::Free, FREE_ASYNC},
 
     // NCCL (libnccl)
     {200, "ncclAllReduce", Fam::Nccl, C::Collective, NCCL_REDUCE_ALL},
@@ -171,6 +277,8 @@ const ApiInfo kCatalog[] = {
     {317, "hipMemcpyDtoH", Fam::Hip, C::Copy, DRV_COPY, -1, kD2H},
     {318, "hipMemcpyDtoD", Fam::Hip, C::Copy, DRV_COPY, -1, kD2D},
     {319, "hipSetDevice", Fam::Hip, C::Device, SET_DEVICE},
+    {320, "hipMallocAsync", Fam::Hip, C::Alloc, ALLOC_ASYNC, 0},
+    {321, "hipFreeAsync", Fam::Hip, C::Free, FREE_ASYNC},
 };
 
 #undef RT_LAUNCH
@@ -221,10 +329,14 @@ const ApiInfo* find_api(std::string_view name) {
 
 std::string_view family_name(Family f) {
   switch (f) {
-    case Family::Cudart: return "cudart";
-    case Family::CudaDriver: return "cuda";
-    case Family::Nccl: return "nccl";
-    case Family::Hip: return "hip";
+    case Family::Cudart:
+      return "cudart";
+    case Family::CudaDriver:
+      return "cuda";
+    case Family::Nccl:
+      return "nccl";
+    case Family::Hip:
+      return "hip";
   }
   return "?";
 }
@@ -245,17 +357,28 @@ std::optional<Category> category_of_name(std::string_view name) {
 
 std::string_view category_name(Category c) {
   switch (c) {
-    case Category::Launch: return "launch";
-    case Category::Copy: return "copy";
-    case Category::Memset: return "memset";
-    case Category::Alloc: return "alloc";
-    case Category::Free: return "free";
-    case Category::Sync: return "sync";
-    case Category::StreamWait: return "stream_wait";
-    case Category::Graph: return "graph";
-    case Category::Collective: return "collective";
-    case Category::Group: return "group";
-    case Category::Init: return "init";
+    case Category::Launch:
+      return "launch";
+    case Category::Copy:
+      return "copy";
+    case Category::Memset:
+      return "memset";
+    case Category::Alloc:
+      return "alloc";
+    case Category::Free:
+      return "free";
+    case Category::Sync:
+      return "sync";
+    case Category::StreamWait:
+      return "stream_wait";
+    case Category::Graph:
+      return "graph";
+    case Category::Collective:
+      return "collective";
+    case Category::Group:
+      return "group";
+    case Category::Init:
+      return "init";
     case Category::Device:
       return "device";
   }
@@ -264,10 +387,14 @@ std::string_view category_name(Category c) {
 
 std::string_view family_library_prefix(Family f) {
   switch (f) {
-    case Family::Cudart: return "libcudart";
-    case Family::CudaDriver: return "libcuda.";
-    case Family::Nccl: return "libnccl";
-    case Family::Hip: return "libamdhip64";
+    case Family::Cudart:
+      return "libcudart";
+    case Family::CudaDriver:
+      return "libcuda.";
+    case Family::Nccl:
+      return "libnccl";
+    case Family::Hip:
+      return "libamdhip64";
   }
   return {};
 }
@@ -340,38 +467,106 @@ ApiCallFields decode_api_args(const ApiInfo& api, const uint64_t (&args)[8], uin
   for (int i = 0; i < 8; ++i) {
     const uint64_t v = args[i];
     switch (api.args[i].field) {
-      case F::None: break;
-      case F::Func: f.addr = v; break;
-      case F::GridXY: grid[0] = lo32(v); grid[1] = hi32(v); has_grid = true; break;
-      case F::GridZ: grid[2] = lo32(v); has_grid = true; break;
-      case F::GridZBlockX: grid[2] = lo32(v); block[0] = hi32(v); has_grid = true; break;
-      case F::BlockXY: block[0] = lo32(v); block[1] = hi32(v); break;
-      case F::BlockZ: block[2] = lo32(v); break;
-      case F::BlockYZ: block[1] = lo32(v); block[2] = hi32(v); break;
-      case F::GridX: grid[0] = lo32(v); has_grid = true; break;
-      case F::GridY: grid[1] = lo32(v); break;
-      case F::BlockX: block[0] = lo32(v); break;
-      case F::BlockY: block[1] = lo32(v); break;
-      case F::Stream: f.stream = v; break;
-      case F::Dst: f.addr = v; break;
-      case F::Src: f.addr2 = v; break;
-      case F::Bytes: f.bytes = v; break;
-      case F::Width: width = v; has_2d = true; break;
-      case F::Height: height = v; has_2d = true; break;
-      case F::CopyKind: f.op = static_cast<int32_t>(lo32(v)); break;
-      case F::Value: break;
-      case F::Ptr: f.addr = v; break;
-      case F::Event: f.addr = v; break;
-      case F::GraphExec: f.addr = v; break;
-      case F::Count: count = v; has_count = true; break;
-      case F::Dtype: dtype = v; break;
-      case F::RedOp: f.op = static_cast<int32_t>(lo32(v)); break;
+      case F::None:
+        break;
+      case F::Func:
+        f.addr = v;
+        break;
+      case F::GridXY:
+        grid[0] = lo32(v);
+        grid[1] = hi32(v);
+        has_grid = true;
+        break;
+      case F::GridZ:
+        grid[2] = lo32(v);
+        has_grid = true;
+        break;
+      case F::GridZBlockX:
+        grid[2] = lo32(v);
+        block[0] = hi32(v);
+        has_grid = true;
+        break;
+      case F::BlockXY:
+        block[0] = lo32(v);
+        block[1] = hi32(v);
+        break;
+      case F::BlockZ:
+        block[2] = lo32(v);
+        break;
+      case F::BlockYZ:
+        block[1] = lo32(v);
+        block[2] = hi32(v);
+        break;
+      case F::GridX:
+        grid[0] = lo32(v);
+        has_grid = true;
+        break;
+      case F::GridY:
+        grid[1] = lo32(v);
+        break;
+      case F::BlockX:
+        block[0] = lo32(v);
+        break;
+      case F::BlockY:
+        block[1] = lo32(v);
+        break;
+      case F::Stream:
+        f.stream = v;
+        break;
+      case F::Dst:
+        f.addr = v;
+        break;
+      case F::Src:
+        f.addr2 = v;
+        break;
+      case F::Bytes:
+        f.bytes = v;
+        break;
+      case F::Width:
+        width = v;
+        has_2d = true;
+        break;
+      case F::Height:
+        height = v;
+        has_2d = true;
+        break;
+      case F::CopyKind:
+        f.op = static_cast<int32_t>(lo32(v));
+        break;
+      case F::Value:
+        break;
+      case F::Ptr:
+        f.addr = v;
+        break;
+      case F::Event:
+        f.addr = v;
+        break;
+      case F::GraphExec:
+        f.addr = v;
+        break;
+      case F::Count:
+        count = v;
+        has_count = true;
+        break;
+      case F::Dtype:
+        dtype = v;
+        break;
+      case F::RedOp:
+        f.op = static_cast<int32_t>(lo32(v));
+        break;
       case F::Root:
       case F::Peer:
-      case F::Rank: f.peer = static_cast<int32_t>(lo32(v)); break;
-      case F::Comm: f.addr = v; break;
-      case F::NRanks: f.nranks = static_cast<int32_t>(lo32(v)); break;
-      case F::Flags: break;
+      case F::Rank:
+        f.peer = static_cast<int32_t>(lo32(v));
+        break;
+      case F::Comm:
+        f.addr = v;
+        break;
+      case F::NRanks:
+        f.nranks = static_cast<int32_t>(lo32(v));
+        break;
+      case F::Flags:
+        break;
       case F::DeviceOrdinal:
         f.addr = lo32(v);
         break;  // an int: the upper half is not its

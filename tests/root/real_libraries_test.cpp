@@ -25,8 +25,10 @@ struct Expected {
 
 void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it->is_object()) flatten(*it, prefix + it.key() + ".", out);
-    else out[prefix + it.key()] = *it;
+    if (it->is_object())
+      flatten(*it, prefix + it.key() + ".", out);
+    else
+      out[prefix + it.key()] = *it;
   }
 }
 
@@ -47,8 +49,8 @@ Expected expected_for(const ApiInfo& api, const json& args) {
     auto dim = [&](const char* rt, const char* hip, const char* drv) {
       uint64_t n = 1;
       for (const char* axis : {"x", "y", "z"}) {
-        auto v = pick(a, {(std::string(rt) + "." + axis).c_str(),
-                          (std::string(hip) + "." + axis).c_str()});
+        auto v = pick(
+            a, {(std::string(rt) + "." + axis).c_str(), (std::string(hip) + "." + axis).c_str()});
         if (!v) v = pick(a, {(std::string(drv) + char(std::toupper(axis[0]))).c_str()});
         n *= v.value_or(1);
       }
@@ -59,8 +61,10 @@ Expected expected_for(const ApiInfo& api, const json& args) {
   }
   if (api.category == Category::Copy || api.category == Category::Memset ||
       api.category == Category::Alloc) {
-    if (auto w = pick(a, {"width"}); w && pick(a, {"height"})) e.bytes = *w * *pick(a, {"height"});
-    else e.bytes = pick(a, {"count", "ByteCount", "sizeBytes", "size", "bytesize"});
+    if (auto w = pick(a, {"width"}); w && pick(a, {"height"}))
+      e.bytes = *w * *pick(a, {"height"});
+    else
+      e.bytes = pick(a, {"count", "ByteCount", "sizeBytes", "size", "bytesize"});
     if (api.category == Category::Copy && !api.fixed_dir)
       if (auto k = pick(a, {"kind"})) e.op = static_cast<int64_t>(*k);
     if (api.fixed_dir) e.op = static_cast<int64_t>(*api.fixed_dir);
@@ -144,18 +148,35 @@ class RealLibraries : public ::testing::Test {
       ASSERT_EQ(q->rows.size(), 1u) << "each call recorded exactly once";
       EXPECT_EQ(std::stoll(q->rows[0][0]), call["ret"].get<int64_t>());
       const Expected e = expected_for(*api, call["args"]);
-      if (e.bytes) { EXPECT_EQ(opt_u(*q, 0, 1), e.bytes) << "bytes"; }
-      if (e.stream) { EXPECT_EQ(opt_u(*q, 0, 2), e.stream) << "stream"; }
-      if (e.blocks) { EXPECT_EQ(opt_u(*q, 0, 3), e.blocks) << "grid blocks"; }
-      if (e.tpb) { EXPECT_EQ(opt_u(*q, 0, 4), e.tpb) << "threads per block"; }
-      if (e.op) { EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op"; }
+      if (e.bytes) {
+        EXPECT_EQ(opt_u(*q, 0, 1), e.bytes) << "bytes";
+      }
+      if (e.stream) {
+        EXPECT_EQ(opt_u(*q, 0, 2), e.stream) << "stream";
+      }
+      if (e.blocks) {
+        EXPECT_EQ(opt_u(*q, 0, 3), e.blocks) << "grid blocks";
+      }
+      if (e.tpb) {
+        EXPECT_EQ(opt_u(*q, 0, 4), e.tpb) << "threads per block";
+      }
+      if (e.op) {
+        EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op";
+      }
       if (e.addr) {
         EXPECT_EQ(opt_u(*q, 0, 6), e.addr) << "device ordinal";
       }
       ++checked;
     }
     EXPECT_GT(checked, 5) << calls.size() << " calls printed";
-    auto total = store::run_query(*f, "SELECT count(*) FROM api_calls");
+    // The workload's process only: the agent traces the whole host, where other tests may run.
+    std::string tids;
+    for (const auto& c : calls)
+      tids += (tids.empty() ? "" : ",") + std::to_string(c.call["tid"].get<uint32_t>());
+    auto total = store::run_query(
+        *f,
+        "SELECT count(*) FROM api_calls WHERE pid IN (SELECT pid FROM api_calls WHERE tid IN (" +
+            tids + "))");
     ASSERT_TRUE(total.ok());
     EXPECT_EQ(std::stoi(total->rows[0][0]), checked) << "no call recorded that was not made";
   }
@@ -179,16 +200,20 @@ class RealLibraries : public ::testing::Test {
       flatten(call["args"], "", a);
       const auto func = pick(a, {"func", "f", "function_address"});
       ASSERT_TRUE(func.has_value());
-      auto q = store::run_query(*f, "SELECT addr FROM api_calls WHERE api = " +
-                                        std::to_string(api->id) + " AND tid = " +
-                                        std::to_string(call["tid"].get<uint32_t>()));
+      auto q =
+          store::run_query(*f, "SELECT addr FROM api_calls WHERE api = " + std::to_string(api->id) +
+                                   " AND tid = " + std::to_string(call["tid"].get<uint32_t>()));
       ASSERT_TRUE(q.ok()) << q.error().line();
       ASSERT_EQ(q->rows.size(), 1u) << "each launch recorded exactly once";
       EXPECT_EQ(opt_u(*q, 0, 0), func) << "kernel";
       ++launches;
     }
     EXPECT_GE(launches, 2) << calls.size() << " calls printed";
-    auto batched = store::run_query(*f, "SELECT count(*) FROM api_calls WHERE flags & 8");
+    std::string tids;  // the workload's own calls: other tests may trace theirs meanwhile
+    for (const auto& c : calls)
+      tids += (tids.empty() ? "" : ",") + std::to_string(c.call["tid"].get<uint32_t>());
+    auto batched = store::run_query(
+        *f, "SELECT count(*) FROM api_calls WHERE flags & 8 AND tid IN (" + tids + ")");
     ASSERT_TRUE(batched.ok());
     EXPECT_EQ(std::stoi(batched->rows[0][0]), launches - 1) << "all but the sampled first launch";
   }

@@ -121,6 +121,33 @@ TEST(AnalysisAudit, AReusedAddressIsANewAllocation) {
   EXPECT_EQ(m.live_end, 8192u);
 }
 
+// Stream-ordered pool allocations (cudaMallocAsync / cudaFreeAsync, what PyTorch's and JAX's
+// async allocators call) count as device memory like cudaMalloc's, and an async free does not
+// drain the queue as cudaFree does: time in it is the runtime's, not a wait for the GPU.
+TEST(AnalysisAudit, PoolAllocationsAreDeviceMemoryAndTheirFreesDoNotWait) {
+  RowsBuilder b;
+  b.process(1, "p");
+  b.call(1, 1, "cudaMallocAsync", 0, kMs / 10, 8192, -1, 0x100000000);
+  for (int i = 0; i < 10; ++i) {
+    const double t = 1 + 10 * i;
+    b.call(1, 1, "cudaMallocAsync", t, kMs / 10, 4096, -1, 0x200000000);
+    b.call(1, 1, "cudaFreeAsync", t + 2, kMs, 0, -1, 0x200000000);
+  }
+  b.call(1, 1, "cudaStreamSynchronize", 200, kMs);
+  const TraceRows rows = b.build();
+  const auto all = audit_memory(rows);
+  ASSERT_EQ(all.size(), 1u);
+  const ProcessMemory& m = all[0].second;
+  EXPECT_EQ(m.allocations, 11u);
+  EXPECT_EQ(m.peak, 8192u + 4096u);
+  EXPECT_EQ(m.live_end, 8192u);
+  EXPECT_EQ(m.pinned_host_peak, 0u);
+  const ApiMeta& free_async = rows.api(find_api(std::string_view("cudaFreeAsync"))->id);
+  EXPECT_EQ(free_async.cat, Category::Free);
+  EXPECT_FALSE(drains_queue(free_async));
+  EXPECT_TRUE(drains_queue(rows.api(find_api(std::string_view("cudaFree"))->id)));
+}
+
 TEST(AnalysisAudit, GpuBoundLoopFromItsBudget) {
   RowsBuilder b;
   b.process(1, "train");

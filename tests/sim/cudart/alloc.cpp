@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Allocation and release: a host CPU cost per call (GWSIM_MALLOC_NS / GWSIM_FREE_NS), and the
-// implicit device synchronisation of cudaFree and cudaFreeHost.
+// implicit device synchronisation of cudaFree and cudaFreeHost (not of cudaFreeAsync).
 #include "cudart/cudart_front.hpp"
 
 using gwsim::Device;
@@ -49,6 +49,36 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
 cudaError_t cudaFree(void* devPtr) {
   GWSIM_ENTER();
   return result(Device::get().free_device(gw_api, handle(devPtr)));
+}
+
+// The pool calls: allocated as cudaMalloc is (the model has one pool per device), freed without
+// the device synchronisation of cudaFree.
+cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  GWSIM_ENTER();
+  (void)hStream;
+  if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *devPtr = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
+                                    cudaStream_t stream) {
+  GWSIM_ENTER();
+  (void)memPool;
+  (void)stream;
+  if (ptr == nullptr) return fail(cudaErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
+cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  GWSIM_ENTER();
+  (void)hStream;
+  return result(Device::get().free_device_async(gw_api, handle(devPtr)));
 }
 
 cudaError_t cudaFreeHost(void* ptr) {

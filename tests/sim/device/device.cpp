@@ -274,6 +274,14 @@ Status Device::free_device(const ApiCounter* api, uint64_t ptr) {
   return st == Status::kStopped ? Status::kOk : st;
 }
 
+Status Device::free_device_async(const ApiCounter* api, uint64_t ptr) {
+  (void)api;
+  if (ptr == 0) return Status::kOk;
+  burn(config_.free_ns);
+  std::lock_guard lk(mu_);
+  return memory_.release(ptr, kDeviceSide) ? Status::kOk : Status::kInvalidValue;
+}
+
 Status Device::free_host(const ApiCounter* api, uint64_t ptr) {
   if (ptr == 0) return Status::kOk;
   {

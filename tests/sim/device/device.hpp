@@ -71,6 +71,9 @@ class Device {
   // Both free functions synchronise the device first, as cudaFree/cudaFreeHost do.
   Status free_device(const ApiCounter* api, uint64_t ptr);  // device or managed memory
   Status free_host(const ApiCounter* api, uint64_t ptr);    // pinned host memory
+  // cudaFreeAsync/hipFreeAsync: stream-ordered, no device synchronisation (the model releases
+  // the memory at once: nothing in it reads freed memory).
+  Status free_device_async(const ApiCounter* api, uint64_t ptr);
 
   Status sync_device(const ApiCounter* api);
   Status sync_stream(const ApiCounter* api, uint64_t stream, DefaultStream scope);

@@ -39,6 +39,22 @@ hipError_t hipFree(void* ptr) {
   return result(Device::get().free_device(gw_api, handle(ptr)));
 }
 
+hipError_t hipMallocAsync(void** ptr, size_t size, hipStream_t stream) {
+  GWSIM_ENTER();
+  (void)stream;
+  if (ptr == nullptr) return fail(hipErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
+hipError_t hipFreeAsync(void* ptr, hipStream_t stream) {
+  GWSIM_ENTER();
+  (void)stream;
+  return result(Device::get().free_device_async(gw_api, handle(ptr)));
+}
+
 hipError_t hipHostFree(void* ptr) {
   GWSIM_ENTER();
   return result(Device::get().free_host(gw_api, handle(ptr)));

@@ -145,6 +145,33 @@ void free_ptr(int id, const char* name, const char* ptr_name, decltype(&cudaFree
   c.done(fn(v.as<void*>(v.dst)));
 }
 
+void alloc_async(int id, const char* name, decltype(&cudaMallocAsync) fn) {
+  const Distinct v(id);
+  void* p = nullptr;
+  Call c(name);
+  c.args.ptr("devPtr", &p).num("size", v.bytes).num("hStream", v.stream);
+  const auto r = fn(&p, v.bytes, v.as<cudaStream_t>(v.stream));
+  c.out.ptr("devPtr", p);
+  c.done(r);
+}
+
+void alloc_from_pool(int id, const char* name, decltype(&cudaMallocFromPoolAsync) fn) {
+  const Distinct v(id);
+  void* p = nullptr;
+  Call c(name);
+  c.args.ptr("ptr", &p).num("size", v.bytes).num("memPool", v.event).num("stream", v.stream);
+  const auto r = fn(&p, v.bytes, v.as<cudaMemPool_t>(v.event), v.as<cudaStream_t>(v.stream));
+  c.out.ptr("ptr", p);
+  c.done(r);
+}
+
+void free_async(int id, const char* name, decltype(&cudaFreeAsync) fn) {
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("devPtr", v.dst).num("hStream", v.stream);
+  c.done(fn(v.as<void*>(v.dst), v.as<cudaStream_t>(v.stream)));
+}
+
 void stream_sync(int id, const char* name, decltype(&cudaStreamSynchronize) fn) {
   const Distinct v(id);
   Call c(name);
@@ -224,5 +251,8 @@ int main(int argc, char** argv) {
   graph(29, "cudaGraphLaunch_ptsz", &cudaGraphLaunch_ptsz);
   alloc_flags(30, "cudaHostAlloc", "pHost", &cudaHostAlloc);
   set_device("cudaSetDevice", &cudaSetDevice);
+  alloc_async(32, "cudaMallocAsync", &cudaMallocAsync);
+  free_async(33, "cudaFreeAsync", &cudaFreeAsync);
+  alloc_from_pool(34, "cudaMallocFromPoolAsync", &cudaMallocFromPoolAsync);
   return 0;
 }

@@ -134,6 +134,27 @@ void free_ptr(const Library& lib, int id, const char* name) {
   c.done(fn(v.as<void*>(v.dst)));
 }
 
+void alloc_async(const Library& lib, int id, const char* name) {
+  const auto fn = lib.get<decltype(&hipMallocAsync)>(name);
+  if (fn == nullptr) return;
+  const Distinct v(id);
+  void* p = nullptr;
+  Call c(name);
+  c.args.ptr("ptr", &p).num("size", v.bytes).num("stream", v.stream);
+  const auto r = fn(&p, v.bytes, v.as<hipStream_t>(v.stream));
+  c.out.ptr("ptr", p);
+  c.done(r);
+}
+
+void free_async(const Library& lib, int id, const char* name) {
+  const auto fn = lib.get<decltype(&hipFreeAsync)>(name);
+  if (fn == nullptr) return;
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("ptr", v.dst).num("stream", v.stream);
+  c.done(fn(v.as<void*>(v.dst), v.as<hipStream_t>(v.stream)));
+}
+
 void device_sync(const Library& lib, const char* name) {
   const auto fn = lib.get<decltype(&hipDeviceSynchronize)>(name);
   if (fn == nullptr) return;
@@ -242,5 +263,7 @@ int main(int argc, char** argv) {
   copy_dtoh(lib, 317, "hipMemcpyDtoH");
   copy_dtod(lib, 318, "hipMemcpyDtoD");
   set_device(lib, "hipSetDevice");
+  alloc_async(lib, 320, "hipMallocAsync");
+  free_async(lib, 321, "hipFreeAsync");
   return 0;
 }

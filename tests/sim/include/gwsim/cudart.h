@@ -87,6 +87,11 @@ GWSIM_API cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cud
 GWSIM_API cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count,
                                            cudaStream_t stream);
 GWSIM_API cudaError_t cudaMalloc(void** devPtr, size_t size);
+typedef struct CUmemPoolHandle_st* cudaMemPool_t;
+GWSIM_API cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream);
+GWSIM_API cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
+                                              cudaStream_t stream);
+GWSIM_API cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream);
 GWSIM_API cudaError_t cudaMallocHost(void** ptr, size_t size);
 GWSIM_API cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags);
 GWSIM_API cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags);

@@ -58,6 +58,8 @@ GWSIM_API hipError_t hipMalloc(void** ptr, size_t size);
 GWSIM_API hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags);
 GWSIM_API hipError_t hipMallocManaged(void** dev_ptr, size_t size, unsigned int flags);
 GWSIM_API hipError_t hipFree(void* ptr);
+GWSIM_API hipError_t hipMallocAsync(void** dev_ptr, size_t size, hipStream_t stream);
+GWSIM_API hipError_t hipFreeAsync(void* dev_ptr, hipStream_t stream);
 GWSIM_API hipError_t hipHostFree(void* ptr);
 GWSIM_API hipError_t hipDeviceSynchronize(void);
 GWSIM_API hipError_t hipStreamSynchronize(hipStream_t stream);

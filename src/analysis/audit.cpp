@@ -456,11 +456,11 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
       std::vector<const Chain*> mine;
       for (const Chain* c : chains) {
         const auto t = on.device.find(c->thread.tid);
-        const bool here =
-            t != on.device.end()
-                ? t->second == d.device
-                : std::count_if(by_device.begin(), by_device.end(),
-                                [&](const auto& x) { return x.first.first == pid; }) == 1;
+        const bool here = t != on.device.end() ? t->second == d.device
+                                               : std::count_if(by_device.begin(), by_device.end(),
+                                                               [&, owner = pid](const auto& x) {
+                                                                 return x.first.first == owner;
+                                                               }) == 1;
         if (here) mine.push_back(c);
       }
       const auto b = busy.find(key);

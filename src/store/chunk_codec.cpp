@@ -289,6 +289,15 @@ static_assert(std::endian::native == std::endian::little, "kSpreadBits is stored
 }  // namespace
 
 namespace {
+// The entries of a Dict or Bits column's dictionary, read and checked; 0 when the column is
+// damaged (no writer makes an empty dictionary). Format 1 has no Bits encoding.
+uint64_t dictionary_size(Cursor& in, uint8_t mode, uint8_t format) {
+  const uint64_t n = in.varint();
+  const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
+  if (!in.ok() || n > max || (mode == kBits && format < 2)) return 0;
+  return n;
+}
+
 // Steps `in` over the values of a column of `mode` with `count` present rows.
 Status skip_column(Cursor& in, uint8_t mode, uint64_t count, uint8_t format) {
   switch (mode) {
@@ -301,10 +310,8 @@ Status skip_column(Cursor& in, uint8_t mode, uint64_t count, uint8_t format) {
       return {};
     case kDict:
     case kBits: {
-      const uint64_t n = in.varint();
-      const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
-      if (!in.ok() || n == 0 || n > max || (mode == kBits && format < 2))
-        return corrupt("bad dictionary");
+      const uint64_t n = dictionary_size(in, mode, format);
+      if (n == 0) return corrupt("bad dictionary");
       if (!in.skip_varints(n)) return {};
       const uint64_t bytes = mode == kDict ? count : (count * index_bits(n < 2 ? 2 : n) + 7) / 8;
       (void)in.take(bytes);
@@ -416,10 +423,8 @@ Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
         break;
       case kDict:
       case kBits: {
-        const uint64_t n = in.varint();
-        const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
-        if (!in.ok() || n == 0 || n > max || (mode == kBits && format < 2))
-          return corrupt("bad dictionary");
+        const uint64_t n = dictionary_size(in, mode, format);
+        if (n == 0) return corrupt("bad dictionary");
         int64_t dict[kMaxDict];
         int64_t p = 0;
         for (uint64_t i = 0; i < n; ++i) dict[i] = p = wrapping_add(p, unzigzag(in.varint()));

@@ -39,8 +39,6 @@ TraceInfo trace_info(const TraceRows& rows, const Joins& joins) {
   return t;
 }
 
-}  // namespace
-
 std::string verdict_for(const Report& r) {
   if (!r.chains.empty() && r.chains.front().severity != Severity::Low) {
     const Chain& c = r.chains.front();
@@ -54,8 +52,6 @@ std::string verdict_for(const Report& r) {
   return "CLEAN: nothing costs more than " + fmt_percent(0.05) + " of wall time" + seen +
          "; minor findings below";
 }
-
-namespace {
 
 std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<Chain>& chains) {
   std::set<uint32_t> named;
@@ -93,14 +89,25 @@ std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<C
                      [](const BudgetLine& a, const BudgetLine& c) { return a.ns > c.ns; });
     out.push_back(std::move(r));
   }
-  std::stable_sort(out.begin(), out.end(), [](const BudgetReport& a, const BudgetReport& c) {
-    if (a.in_chain != c.in_chain) return a.in_chain;
-    return a.span_ns > c.span_ns;
-  });
+  sort_budgets(out);
   return out;
 }
 
 }  // namespace
+
+void sort_budgets(std::vector<BudgetReport>& budgets) {
+  std::sort(budgets.begin(), budgets.end(), [](const BudgetReport& a, const BudgetReport& c) {
+    if (a.in_chain != c.in_chain) return a.in_chain;
+    if (a.span_ns != c.span_ns) return a.span_ns > c.span_ns;
+    return a.thread.tid < c.thread.tid;
+  });
+}
+
+void set_verdict(Report& r) {
+  r.clean = std::none_of(r.chains.begin(), r.chains.end(),
+                         [](const Chain& c) { return c.severity != Severity::Low; });
+  r.verdict = verdict_for(r);
+}
 
 Severity grade(double share, const Thresholds& th) {
   if (share >= th.high_share) return Severity::High;
@@ -389,9 +396,7 @@ Report analyze(TraceRows rows, const Thresholds& th) {
   r.chains = rank_chains(std::move(found), th, rows.window.duration());
   r.budgets = budget_reports(ctx, r.chains);
   timer.lap("detectors");
-  r.clean = std::none_of(r.chains.begin(), r.chains.end(),
-                         [](const Chain& c) { return c.severity != Severity::Low; });
-  r.verdict = verdict_for(r);
+  set_verdict(r);
   return r;
 }
 

@@ -84,7 +84,9 @@ Severity grade_chain(const Chain& c, const Thresholds& th, int64_t window_ns);
 std::vector<Caveat> caveats_for(const TraceRows& rows);
 // The same, for rows whose off-CPU intervals were loaded elsewhere (batches of one analysis).
 std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu);
-// The report's first line, from its chains and trace info.
-std::string verdict_for(const Report& r);
+// Once the chains are ranked: whether it is clean, and its first line.
+void set_verdict(Report& r);
+// Budgets in the report's order: threads a chain names first, then by span, then by tid.
+void sort_budgets(std::vector<BudgetReport>& budgets);
 
 }  // namespace gpuwhy::analysis

@@ -5,7 +5,6 @@
 #include <future>
 #include <map>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -179,16 +178,9 @@ Report merge_reports(std::vector<Report> parts, const Thresholds& th) {
     stats.push_back(std::move(p.stats));
   }
   r.chains = rank_chains(std::move(chains), th, r.trace.window.duration());
-  // As one analysis orders them: threads named by a chain first, then by span, then by tid.
-  std::stable_sort(r.budgets.begin(), r.budgets.end(),
-                   [](const BudgetReport& a, const BudgetReport& c) {
-                     return std::make_tuple(!a.in_chain, -a.span_ns, a.thread.tid) <
-                            std::make_tuple(!c.in_chain, -c.span_ns, c.thread.tid);
-                   });
+  sort_budgets(r.budgets);
   merge_stats(r.stats, stats);
-  r.clean = std::none_of(r.chains.begin(), r.chains.end(),
-                         [](const Chain& c) { return c.severity != Severity::Low; });
-  r.verdict = verdict_for(r);
+  set_verdict(r);
   return r;
 }
 
@@ -230,8 +222,8 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
       }
       before_layout.insert(before_layout.end(), rows->python_before_layout.begin(),
                            rows->python_before_layout.end());
-      for (const CallRow& c : rows->calls) seen.insert(c.pid);
       parts.push_back(analyze(std::move(rows.value()), th));
+      for (const ProcessStats& p : parts.back().stats.processes) seen.insert(p.pid);
     }
     const bool all_pids = std::all_of(opt.pids.begin(), opt.pids.end(),
                                       [&](uint32_t pid) { return seen.count(pid) > 0; });

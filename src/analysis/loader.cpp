@@ -529,16 +529,21 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     if (i == 0 || c.pid != rows.calls[i - 1].pid) gpu_pids.insert(c.pid);
     if (memory_api(c.api)) window_memory.push_back(c);
   }
-  for (uint32_t pid : opt.batch.empty() ? opt.pids : std::vector<uint32_t>{}) {
-    if (!gpu_pids.count(pid)) {
-      return Error{"pid " + std::to_string(pid) + " made no GPU API call in the window " +
-                       window_text(rows.window),
-                   "widen the window (--since/--from/--to) or drop --pid", 2};
+  // A batch holds only some of the --pid processes, and may hold none with calls in the window:
+  // explain_file judges the pids over all batches.
+  if (!opt.batch.empty()) {
+    if (rows.calls.empty()) {
+      prepare_rows(rows);
+      return rows;
     }
-  }
-  if (rows.calls.empty() && !opt.batch.empty()) {
-    prepare_rows(rows);
-    return rows;
+  } else {
+    for (uint32_t pid : opt.pids) {
+      if (!gpu_pids.count(pid)) {
+        return Error{"pid " + std::to_string(pid) + " made no GPU API call in the window " +
+                         window_text(rows.window),
+                     "widen the window (--since/--from/--to) or drop --pid", 2};
+      }
+    }
   }
   if (rows.calls.empty()) {
     const std::string list = pid_list(db);

@@ -15,17 +15,21 @@ cudaError_t alloc_host(const gwsim::ApiCounter* api, void** out, size_t size, Me
   return result(Device::get().alloc_host(api, size, kind, out));
 }
 
+cudaError_t alloc_device(const gwsim::ApiCounter* api, void** out, size_t size) {
+  if (out == nullptr) return fail(cudaErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *out = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
 }  // namespace
 
 extern "C" {
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
   GWSIM_ENTER();
-  if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
-  uint64_t p = 0;
-  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
-  if (st == Status::kOk) *devPtr = reinterpret_cast<void*>(p);
-  return result(st);
+  return alloc_device(gw_api, devPtr, size);
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
@@ -56,11 +60,7 @@ cudaError_t cudaFree(void* devPtr) {
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   GWSIM_ENTER();
   (void)hStream;
-  if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
-  uint64_t p = 0;
-  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
-  if (st == Status::kOk) *devPtr = reinterpret_cast<void*>(p);
-  return result(st);
+  return alloc_device(gw_api, devPtr, size);
 }
 
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
@@ -68,11 +68,7 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPo
   GWSIM_ENTER();
   (void)memPool;
   (void)stream;
-  if (ptr == nullptr) return fail(cudaErrorInvalidValue);
-  uint64_t p = 0;
-  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
-  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
-  return result(st);
+  return alloc_device(gw_api, ptr, size);
 }
 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {

@@ -7,15 +7,23 @@ using gwsim::MemKind;
 using gwsim::Status;
 using namespace gwsim::hip;
 
+namespace {
+
+hipError_t alloc_device(const gwsim::ApiCounter* api, void** out, size_t size) {
+  if (out == nullptr) return fail(hipErrorInvalidValue);
+  uint64_t p = 0;
+  const Status st = Device::get().alloc_device(api, size, /*low32=*/false, &p);
+  if (st == Status::kOk) *out = reinterpret_cast<void*>(p);
+  return result(st);
+}
+
+}  // namespace
+
 extern "C" {
 
 hipError_t hipMalloc(void** ptr, size_t size) {
   GWSIM_ENTER();
-  if (ptr == nullptr) return fail(hipErrorInvalidValue);
-  uint64_t p = 0;
-  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
-  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
-  return result(st);
+  return alloc_device(gw_api, ptr, size);
 }
 
 hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
@@ -42,11 +50,7 @@ hipError_t hipFree(void* ptr) {
 hipError_t hipMallocAsync(void** ptr, size_t size, hipStream_t stream) {
   GWSIM_ENTER();
   (void)stream;
-  if (ptr == nullptr) return fail(hipErrorInvalidValue);
-  uint64_t p = 0;
-  const Status st = Device::get().alloc_device(gw_api, size, /*low32=*/false, &p);
-  if (st == Status::kOk) *ptr = reinterpret_cast<void*>(p);
-  return result(st);
+  return alloc_device(gw_api, ptr, size);
 }
 
 hipError_t hipFreeAsync(void* ptr, hipStream_t stream) {

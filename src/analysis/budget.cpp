@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -278,50 +280,121 @@ class CallCursor : public Walker<CallSource> {
       : Walker<CallSource>(CallSource(rows, flags, j, t, small_copy_bytes)) {}
 };
 
-// The times the thread had no GPU work queued: from the end of a call that drained its queue
-// to the start of the next call that queued work. Made as the sweep asks, like the calls.
+// Whether the GPU queue is empty, over calls fed in time order: empty from the end of a call that
+// drained it to the start of the next call that queued work.
+class QueueState {
+ public:
+  // Feeds the next call (f: its ApiFlags); true when it ends an empty stretch, given in p
+  // (clipped to `clip`).
+  bool feed(const CallRow& c, uint8_t f, int64_t clip, Piece& p) {
+    bool made = false;
+    if (idle_from_ >= 0 && (f & ApiFlags::kEnqueues)) {
+      // A drain that ended inside a later call (overlapping calls) makes no piece.
+      if (c.ts > idle_from_) {
+        p = {idle_from_, std::min(c.ts, clip), 0};
+        made = p.e > p.s;
+      }
+      idle_from_ = -1;
+    }
+    if ((f & ApiFlags::kDrains) && idle_from_ < 0) idle_from_ = c.end();
+    return made;
+  }
+  // After the last call: empty from the last drain to `clip`, if it was.
+  bool finish(int64_t clip, Piece& p) {
+    if (idle_from_ < 0 || idle_from_ >= clip) return false;
+    p = {idle_from_, clip, 0};
+    idle_from_ = -1;
+    return true;
+  }
+
+ private:
+  int64_t idle_from_ = -1;
+};
+
+// The GPU-idle stretches of a process with several GPU-calling threads, over all their
+// outermost calls in time order: a sync on one thread empties the queue the others fill, and a
+// launch from any of them fills it (PyTorch queues the backward pass from its autograd thread,
+// the forward pass and the syncs from the main thread, on one stream).
+std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
+                                const std::vector<const ThreadSummary*>& threads) {
+  // A k-way merge of the threads' calls by start: (ts, call index, end of its thread's calls).
+  using Head = std::tuple<int64_t, size_t, size_t>;
+  auto later = [](const Head& a, const Head& b) { return a > b; };
+  std::vector<Head> heap;
+  int64_t clip = 0;
+  for (const ThreadSummary* t : threads) {
+    clip = std::max(clip, t->last_ns);
+    if (t->call_begin < t->call_end)
+      heap.emplace_back(rows.calls[t->call_begin].ts, t->call_begin, t->call_end);
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  std::vector<Piece> out;
+  QueueState q;
+  Piece p;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const auto [ts, i, end] = heap.back();
+    heap.pop_back();
+    if (i + 1 < end) {
+      heap.emplace_back(rows.calls[i + 1].ts, i + 1, end);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    if (j.nested[i]) continue;
+    const CallRow& c = rows.calls[i];
+    if (q.feed(c, flags[c.api], clip, p)) out.push_back(p);
+  }
+  if (q.finish(clip, p)) out.push_back(p);
+  return out;
+}
+
+// The times the thread had no GPU work queued: from the end of a call that drained its queue to
+// the start of the next call that queued work. Made as the sweep asks, like the calls; for a
+// process with several GPU threads, read from the process's list (process_idle).
 class IdleSource {
  public:
-  IdleSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t)
+  IdleSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
+             const std::vector<Piece>* shared)
       : rows_(&rows),
         flags_(&flags),
         j_(&j),
+        shared_(shared),
         i_(t.call_begin),
         end_(t.call_end),
         last_ns_(t.last_ns) {}
+  // Where to note the stretches of ThreadBudget::kLongIdleNs or more (unclipped).
+  void note_long(std::vector<std::pair<int64_t, int64_t>>* out) { long_ = out; }
   bool next(Piece& p) {
+    if (!make(p)) return false;
+    if (long_ && p.e - p.s >= ThreadBudget::kLongIdleNs) long_->emplace_back(p.s, p.e);
+    return true;
+  }
+
+ private:
+  bool make(Piece& p) {
+    if (shared_) {
+      if (i_shared_ == shared_->size()) return false;
+      p = (*shared_)[i_shared_++];
+      return true;
+    }
     while (i_ < end_) {
       const size_t i = i_++;
       if (j_->nested[i]) continue;
       const CallRow& c = rows_->calls[i];
-      const uint8_t f = (*flags_)[c.api];
-      bool made = false;
-      if (idle_from_ >= 0 && (f & ApiFlags::kEnqueues)) {
-        // A drain that ended inside a later call (overlapping calls) makes no piece.
-        if (c.ts > idle_from_) {
-          p = {idle_from_, std::min(c.ts, last_ns_), 0};
-          made = p.e > p.s;
-        }
-        idle_from_ = -1;
-      }
-      if ((f & ApiFlags::kDrains) && idle_from_ < 0) idle_from_ = c.end();
-      if (made) return true;
+      if (q_.feed(c, (*flags_)[c.api], last_ns_, p)) return true;
     }
-    if (idle_from_ >= 0 && idle_from_ < last_ns_) {  // idle from the last drain to the end
-      p = {idle_from_, last_ns_, 0};
-      idle_from_ = -1;
-      return true;
-    }
-    return false;
+    return q_.finish(last_ns_, p);
   }
 
  private:
   const TraceRows* rows_;
   const ApiFlags* flags_;
   const Joins* j_;
+  const std::vector<Piece>* shared_;
+  std::vector<std::pair<int64_t, int64_t>>* long_ = nullptr;
+  size_t i_shared_ = 0;
   size_t i_, end_;
   int64_t last_ns_;
-  int64_t idle_from_ = -1;
+  QueueState q_;
 };
 
 using IdleCursor = Walker<IdleSource>;
@@ -346,6 +419,7 @@ class ThreadBudgeter {
   ThreadBudgeter(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
                  const SyscallKinds& kinds, const std::unordered_set<uint32_t>& gpu_tids,
                  const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
+                 const std::unordered_map<uint32_t, std::vector<Piece>>& shared_idle,
                  uint64_t small_copy_bytes)
       : rows_(rows),
         flags_(flags),
@@ -354,6 +428,7 @@ class ThreadBudgeter {
         kinds_(kinds),
         gpu_tids_(gpu_tids),
         user_comms_(user_comms),
+        shared_idle_(shared_idle),
         small_copy_(small_copy_bytes),
         // Off-CPU rows say which syscall a sleep began in since ABI 3 (0: a hand-built trace).
         syscall_known_(rows.session.abi_version == 0 || rows.session.abi_version >= 3) {}
@@ -374,7 +449,10 @@ class ThreadBudgeter {
     runq_guess(off_rows);
 
     CallCursor cc(rows_, flags_, j_, t, small_copy_);
-    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
+    std::vector<std::pair<int64_t, int64_t>> long_idle;
+    IdleSource idle = idle_source(t);
+    idle.note_long(&long_idle);
+    IdleCursor ic(std::move(idle));
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys), rc(rec);
     uint32_t last_off = UINT32_MAX;
@@ -411,6 +489,11 @@ class ThreadBudgeter {
       add(b, classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap), ns, gap);
       at = to;
     }
+    for (auto [s, e] : long_idle) {  // noted as the sweep read them: clip to the span
+      s = std::max(s, t.first_ns);
+      e = std::min(e, t.last_ns);
+      if (e - s >= ThreadBudget::kLongIdleNs) b.long_idle.emplace_back(s, e);
+    }
     if (rows_.syscalls_from_scheduler()) lone_samples(b, t, off_rows, sys);
     if (holders_.recorded()) exact_holders(b, t, off_rows);
     b.exact_holders = holders_.recorded();
@@ -435,6 +518,16 @@ class ThreadBudgeter {
   static void add(ThreadBudget& b, Bucket bk, int64_t ns, bool gpu_idle) {
     b.ns[static_cast<size_t>(bk)] += ns;
     if (gpu_idle) b.idle_ns[static_cast<size_t>(bk)] += ns;
+  }
+
+  IdleSource idle_source(const ThreadSummary& t) const {
+    auto it = shared_idle_.find(t.pid);
+    return IdleSource(rows_, flags_, j_, t, it == shared_idle_.end() ? nullptr : &it->second);
+  }
+
+  // Another thread of its own process that makes GPU calls woke it.
+  bool gpu_sibling(const OffCpuRow& o) const {
+    return o.other_tid != own_tid_ && o.other_pid == own_pid_ && gpu_tids_.count(o.other_tid) > 0;
   }
 
   // A task that woke the thread and can be blamed: not itself, not the kernel's own.
@@ -470,15 +563,23 @@ class ThreadBudgeter {
         // Asleep inside a GPU call is the runtime waiting, unless another GPU-calling thread of
         // its own process woke it: a runtime lock that thread held. (Another process's rank
         // waking it inside a collective is the collective's barrier: the straggler's chain.)
-        const bool app =
-            o.other_tid != own_tid_ && o.other_pid == own_pid_ && gpu_tids_.count(o.other_tid) > 0;
-        if (app) return asleep(b, Bucket::BlockedLock, o, ns, fresh, true);
+        if (gpu_sibling(o)) return asleep(b, Bucket::BlockedLock, o, ns, fresh, true);
         return call->call;
       }
       if (rec) return Bucket::Reclaim;
       const bool user = user_waker(o);
       const int16_t nr = syscall_known_ ? o.syscall : int16_t{-1};
-      switch (nr < 0 ? SleepKind::Other : kinds_.of(nr)) {
+      const SleepKind kind = nr < 0 ? SleepKind::Other : kinds_.of(nr);
+      // Outside GPU calls, waiting (on a lock, a condition variable, a pipe) until another
+      // GPU-calling thread of the process woke it: the work was handed to that thread, which
+      // dispatched meanwhile (PyTorch's main thread in loss.backward() while its autograd thread
+      // launches the backward pass; the autograd thread waiting for the next one). Whatever held
+      // the job up then is in that thread's own budget; counting the wait too would count it
+      // twice and call a hand-over a lock.
+      if (gpu_sibling(o) && kind != SleepKind::Timer && kind != SleepKind::Io &&
+          (kind != SleepKind::Other || nr < 0))
+        return asleep(b, Bucket::Delegated, o, ns, fresh, true);
+      switch (kind) {
         case SleepKind::Timer:
           return asleep(b, Bucket::Sleep, o, ns, fresh, false);
         case SleepKind::Lock:
@@ -520,7 +621,7 @@ class ThreadBudgeter {
   void lone_samples(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
                     const std::vector<Piece>& sys) {
     CallCursor cc(rows_, flags_, j_, t, small_copy_);
-    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
+    IdleCursor ic(idle_source(t));
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys);
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
@@ -550,7 +651,7 @@ class ThreadBudgeter {
   // and what no segment covers falls back to the preemptor / the last holder.
   void exact_holders(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows) {
     std::vector<HolderTime> hs;
-    IdleCursor ic(IdleSource(rows_, flags_, j_, t));
+    IdleCursor ic(idle_source(t));
     OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
     const size_t runnable = static_cast<size_t>(Bucket::Runnable);
     const size_t latency = static_cast<size_t>(Bucket::WakeLatency);
@@ -652,6 +753,7 @@ class ThreadBudgeter {
   const SyscallKinds& kinds_;
   const std::unordered_set<uint32_t>& gpu_tids_;
   const std::unordered_set<uint32_t>& user_comms_;  // strings.id of task names not the kernel's
+  const std::unordered_map<uint32_t, std::vector<Piece>>& shared_idle_;  // by pid (process_idle)
   uint64_t small_copy_;
   bool syscall_known_;
   uint32_t own_pid_ = 0, own_tid_ = 0;
@@ -684,6 +786,8 @@ std::string_view bucket_name(Bucket b) {
       return "blocked_lock";
     case Bucket::Handoff:
       return "handoff";
+    case Bucket::Delegated:
+      return "delegated";
     case Bucket::Io:
       return "io";
     case Bucket::Syscall:
@@ -722,6 +826,8 @@ std::string_view bucket_label(Bucket b) {
       return "blocked on a lock / condition variable";
     case Bucket::Handoff:
       return "waiting for data from a producer (pipe, socket, queue)";
+    case Bucket::Delegated:
+      return "waiting while another GPU thread of its process dispatches";
     case Bucket::Io:
       return "file / device I/O";
     case Bucket::Syscall:
@@ -763,9 +869,22 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   std::unordered_set<uint32_t> user_comms;
   for (const auto& [id, comm] : rows.strings)
     if (!comm.empty() && !is_kernel_task(comm)) user_comms.insert(id);
+  // The GPU-idle stretches of each process with several GPU threads, made once for all of them.
+  std::map<uint32_t, std::vector<const ThreadSummary*>> by_pid;
+  for (const ThreadSummary& t : joins.threads) by_pid[t.pid].push_back(&t);
+  std::vector<const std::vector<const ThreadSummary*>*> shared;
+  for (const auto& [pid, ts] : by_pid)
+    if (ts.size() > 1) shared.push_back(&ts);
+  std::vector<std::vector<Piece>> lists(shared.size());
+  parallel_for(shared.size(),
+               [&](size_t k) { lists[k] = process_idle(rows, flags, joins, *shared[k]); });
+  std::unordered_map<uint32_t, std::vector<Piece>> shared_idle;
+  for (size_t k = 0; k < shared.size(); ++k)
+    shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
   std::vector<ThreadBudget> out(joins.threads.size());
   parallel_for(joins.threads.size(), [&](size_t k) {
-    ThreadBudgeter b(rows, flags, joins, kinds, gpu_tids, user_comms, holders, small_copy_bytes);
+    ThreadBudgeter b(rows, flags, joins, kinds, gpu_tids, user_comms, holders, shared_idle,
+                     small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

@@ -32,6 +32,10 @@ enum class Bucket : uint8_t {
   WakeLatency,  // woken, waiting for an idle CPU to pick it up (nobody in the way)
   BlockedLock,  // asleep in a futex (lock, condition variable) until another task woke it
   Handoff,      // asleep reading / polling a pipe, socket, eventfd until a producer woke it
+  // asleep outside GPU calls until another GPU-calling thread of its process woke it: the job's
+  // dispatch went on in that thread (PyTorch's backward pass runs on its autograd thread while
+  // the main thread waits, and that thread waits for the next backward): not time lost
+  Delegated,
   Io,           // file and device I/O syscalls, asleep or on the CPU
   Syscall,      // other slow syscalls
   Sleep,        // nanosleep, timed-out waits: asleep until a timer woke it
@@ -58,6 +62,10 @@ struct ThreadBudget {
   // How: for the asleep buckets, the syscalls it slept in (nr, ns), most time first.
   std::array<std::vector<std::pair<uint32_t, int64_t>>, kBuckets> by_syscall;
   bool exact_holders = false;  // Runnable's holders come from recorded CPU run segments
+  // The GPU-idle stretches of kLongIdleNs or more, clipped to the span, in time order: one-off
+  // pauses (start-up, a checkpoint, an evaluation) rather than the gaps of every step.
+  std::vector<std::pair<int64_t, int64_t>> long_idle;
+  static constexpr int64_t kLongIdleNs = 1'000'000'000;
 
   int64_t span_ns() const { return last_ns - first_ns; }
   int64_t operator[](Bucket b) const { return ns[static_cast<size_t>(b)]; }

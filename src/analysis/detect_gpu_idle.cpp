@@ -6,6 +6,8 @@
 // what the thread was doing meanwhile: a sleep between steps, a slow syscall, its own host work.
 // Without this chain a trace whose GPU idled a fifth of the time could read CLEAN.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -52,16 +54,58 @@ std::string fix_for(Bucket top, const std::string& syscall) {
   }
 }
 
-void one_thread(const Context& ctx, const ThreadSummary& t, const std::set<Bucket>& claimed,
+// The thread's start-up: its long GPU-idle stretches that begin in the first quarter of its span
+// (loading libraries, building the model, the first kernels' modules). A trace that launched the
+// program (`trace -- python train.py`) holds seconds of it before the first step.
+// A --from value for a time since the trace start: seconds, rounded up to a tenth.
+std::string from_arg(int64_t rel_ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", std::ceil(static_cast<double>(rel_ns) / 1e8) / 10);
+  return buf;
+}
+
+struct StartUp {
+  int64_t ns = 0;   // idle time in those stretches
+  int64_t end = 0;  // where the last of them ends: the steady state starts there
+};
+StartUp start_up(const ThreadBudget& b) {
+  StartUp su;
+  for (auto [s, e] : b.long_idle) {
+    if (s > b.first_ns + b.span_ns() / 4) break;
+    su.ns += e - s;
+    su.end = e;
+  }
+  return su;
+}
+
+// What the chains of one thread took: the buckets they claim, and of the refill gap (all of it
+// GPU-idle time) how much hidden_sync drew, which is less than the bucket when the thread's
+// start-up is in it: the gaps after its syncs, not the seconds before the first step.
+struct Claims {
+  std::set<Bucket> buckets;
+  int64_t refill_drawn = 0;
+};
+
+void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims,
                 std::vector<Chain>& out) {
   const ThreadBudget& b = ctx.budget(t);
+  const StartUp su = start_up(b);
   int64_t lost = 0;
   std::vector<std::pair<int64_t, Bucket>> parts;
   for (size_t k = 0; k < kBuckets; ++k) {
     const auto bk = static_cast<Bucket>(k);
-    if (claimed.count(bk) || b.idle_ns[k] <= 0) continue;
-    lost += b.idle_ns[k];
-    parts.emplace_back(b.idle_ns[k], bk);
+    // While it waits on a sibling that dispatches, the GPU is that sibling's to keep fed.
+    if (bk == Bucket::Delegated || b.idle_ns[k] <= 0) continue;
+    int64_t left = b.idle_ns[k];
+    if (bk == Bucket::RefillGap && claims.buckets.count(bk)) {
+      // hidden_sync draws on the gaps after its syncs; the start-up's seconds it leaves here.
+      left = std::min(left - claims.refill_drawn, su.ns);
+    } else if (claims.buckets.count(bk)) {
+      continue;
+    }
+    if (left <= 0) continue;
+    lost += left;
+    parts.emplace_back(left, bk);
   }
   if (lost <= 0) return;
   std::sort(parts.rbegin(), parts.rend());
@@ -70,10 +114,12 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const std::set<Bucke
   const std::string top_syscall =
       sys.empty() ? std::string("") : ctx.rows.syscall_name(sys[0].first);
 
-  Chain ch = ctx.thread_chain(
-      t, "gpu_idle",
-      top == Bucket::Sleep ? "GPU idle while the dispatch thread sleeps" : "GPU idle between steps",
-      lost);
+  const bool mostly_start_up = su.ns * 2 >= lost;
+  Chain ch = ctx.thread_chain(t, "gpu_idle",
+                              mostly_start_up        ? "GPU idle during start-up"
+                              : top == Bucket::Sleep ? "GPU idle while the dispatch thread sleeps"
+                                                     : "GPU idle between steps",
+                              lost);
   ch.first_ns = ctx.rel(t.first_ns);
   ch.last_ns = ctx.rel(t.last_ns);
   ch.summary = ctx.who(ch.thread) + " left the GPU without queued work for " +
@@ -99,8 +145,37 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const std::set<Bucke
     }
     ch.evidence.push_back({"in syscalls: " + names});
   }
+  if (su.ns > 0) {
+    ch.evidence.push_back(
+        {fmt_duration(su.ns) + " of it at start-up, before " + fmt_rel(ctx.rel(su.end)) +
+             " (GPU-idle stretches of a second or more early in its span: loading libraries, "
+             "building the model, the first kernels)",
+         ctx.rel(su.end)});
+  }
+  int64_t pauses = 0;
+  size_t n_pauses = 0;
+  for (auto [s, e] : b.long_idle) {
+    if (e <= su.end) continue;
+    pauses += e - s;
+    ++n_pauses;
+  }
+  if (n_pauses > 0) {
+    ch.evidence.push_back({fmt_count(n_pauses) + " pause(s) of a second or more later on, " +
+                           fmt_duration(pauses) +
+                           " in all (a checkpoint, an evaluation, waiting for input?)"});
+  }
   ch.fix = fix_for(top, top_syscall.empty() ? "sleep" : top_syscall);
+  if (mostly_start_up) {
+    ch.fix =
+        "most of this is the program starting (the trace began with it): explain the steady "
+        "state with --from " +
+        from_arg(ctx.rel(su.end)) +
+        ", or trace the job once it runs (gpuwhy trace -p PID); if start-up itself is the "
+        "problem, load data and compile kernels ahead (torch.compile cache, lazy loading "
+        "off) and keep the process alive between jobs";
+  }
   ch.metrics = {{"gpu_idle_ns", static_cast<double>(b.idle_total())},
+                {"start_up_idle_ns", static_cast<double>(su.ns)},
                 {"unexplained_idle_ns", static_cast<double>(lost)},
                 {"sleep_idle_ns", static_cast<double>(b.idle(Bucket::Sleep))}};
   out.push_back(std::move(ch));
@@ -121,19 +196,26 @@ std::span<const Bucket> claimed_buckets(std::string_view kind) {
 
 void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains) {
   // Buckets claimed per thread by the chains found so far.
-  std::map<uint32_t, std::set<Bucket>> claimed;
-  for (const Chain& c : chains)
-    for (Bucket b : claimed_buckets(c.kind)) claimed[c.thread.tid].insert(b);
-  std::vector<Chain> found;
-  // Only the thread that queues a process's GPU work knows when that queue is empty.
-  std::set<uint32_t> pids;
-  for (const ThreadSummary& t : ctx.joins.threads) pids.insert(t.pid);
-  for (uint32_t pid : pids) {
-    const ThreadSummary* t = ctx.dispatch_thread(pid);
-    if (!t || t->launches == 0 || t->span_ns() <= 0) continue;
-    one_thread(ctx, *t, claimed[t->tid], found);
+  std::map<uint32_t, Claims> claimed;
+  for (const Chain& c : chains) {
+    Claims& cl = claimed[c.thread.tid];
+    for (Bucket b : claimed_buckets(c.kind)) cl.buckets.insert(b);
+    if (c.kind == "hidden_sync") cl.refill_drawn += c.lost_ns;
   }
-  std::move(found.begin(), found.end(), std::back_inserter(chains));
+  // One chain per process: the GPU-idle time is the process's (budget.cpp), seen by each of its
+  // GPU threads over its own span. The thread that leaves most of it unexplained is the one to
+  // name: the one that syncs and refills, not a worker that waits for it (PyTorch's autograd
+  // thread launches more kernels than the main thread but never drains the queue).
+  std::map<uint32_t, Chain> best;
+  for (const ThreadSummary& t : ctx.joins.threads) {
+    if (t.span_ns() <= 0) continue;
+    std::vector<Chain> one;
+    one_thread(ctx, t, claimed[t.tid], one);
+    if (one.empty()) continue;
+    auto [it, fresh] = best.try_emplace(t.pid, std::move(one.front()));
+    if (!fresh && one.front().lost_ns > it->second.lost_ns) it->second = std::move(one.front());
+  }
+  for (auto& [pid, ch] : best) chains.push_back(std::move(ch));
 }
 
 }  // namespace gpuwhy::analysis

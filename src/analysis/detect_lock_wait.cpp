@@ -80,8 +80,11 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
     if (o.preempted || o.other_pid != t.pid || o.other_tid == t.tid) continue;
     const int64_t from = std::max(o.ts, t.first_ns);
     const int64_t to = std::min(o.end() - o.runq, t.last_ns);
+    // A GPU-calling sibling's wake-up is a runtime lock inside GPU calls and a hand-over of
+    // dispatch outside them (Bucket::Delegated); another sibling's, a lock outside GPU calls.
     const bool app_waker = ctx.joins.thread(o.other_tid) != nullptr;
-    const int64_t ns = std::max<int64_t>(0, to - from) - (app_waker ? 0 : calls.covered(from, to));
+    const int64_t inside = calls.covered(from, to);
+    const int64_t ns = app_waker ? inside : std::max<int64_t>(0, to - from) - inside;
     if (ns <= 0) continue;
     if (first < 0) first = o.ts;
     last = o.end();

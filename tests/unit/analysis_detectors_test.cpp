@@ -7,8 +7,8 @@
 #include <set>
 
 #include "analysis/explain.hpp"
-#include "export/explain_render.hpp"
 #include "analysis_test_util.hpp"
+#include "export/explain_render.hpp"
 
 namespace gpuwhy::analysis {
 namespace {
@@ -96,7 +96,8 @@ RowsBuilder runq_bound_trainer(uint32_t holder_pid, std::string_view holder_comm
     b.block(kTrainer, kTrainer, t + 1.4, 5 * kMs, kTrainer, 107, "cuda-evt", 4 * kMs)
         .held_by(holder_pid, holder_pid, holder_comm);
   }
-  for (double t = 0; t < 100; t += 10) b.preempt(kTrainer, kTrainer, t + 0.1, 3 * kUs, 50, "bystander");
+  for (double t = 0; t < 100; t += 10)
+    b.preempt(kTrainer, kTrainer, t + 0.1, 3 * kUs, 50, "bystander");
   return b;
 }
 
@@ -196,6 +197,70 @@ TEST(AnalysisDetectors, LockWaitNamesTheSiblingThread) {
   EXPECT_TRUE(write);
 }
 
+// PyTorch's two dispatch threads: the main thread queues the forward pass and syncs, the autograd
+// thread queues the backward pass while the main thread waits on a condition variable, then waits
+// itself for the next one. Each wait is the other thread dispatching: no lock chain (before, every
+// real PyTorch training trace's verdict was "blocked by a sibling thread"), and the main thread
+// is not GPU-idle while the autograd thread's kernels are queued.
+TEST(AnalysisDetectors, AutogradHandOverIsNotALock) {
+  constexpr uint32_t kEngine = 1001;
+  RowsBuilder b;
+  b.process(kTrainer, "python3").thread(kTrainer, kEngine, "pt_autograd_0");
+  for (double t = 0; t < 10'000; t += 10) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);  // forward
+    // loss.backward(): the main thread sleeps from +0.4 to +6.4 ms; the engine wakes at +0.45
+    // (woken by the main thread at the end of its previous wait) and queues the backward pass.
+    b.block(kTrainer, kTrainer, t + 0.4, 6 * kMs, kTrainer, kEngine, "pt_autograd_0")
+        .in_syscall(202);
+    for (int k = 0; k < 10; ++k)
+      b.call(kTrainer, kEngine, "cudaLaunchKernel", t + 0.5 + 0.5 * k, 5 * kUs);
+    b.block(kTrainer, kEngine, t + 6.4, 4 * kMs, kTrainer, kTrainer, "python3").in_syscall(202);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 6.5, 3 * kMs);
+  }
+  const Report r = analyze(b.build());
+  EXPECT_EQ(find(r, "lock_wait"), nullptr) << kinds(r);
+  bool seen_main = false, seen_engine = false;
+  for (const BudgetReport& br : r.budgets) {
+    int64_t delegated = 0, delegated_idle = 0, lock = 0;
+    for (const BudgetLine& l : br.lines) {
+      if (l.bucket == Bucket::Delegated) delegated = l.ns, delegated_idle = l.idle_ns;
+      if (l.bucket == Bucket::BlockedLock) lock = l.ns;
+    }
+    const double share = static_cast<double>(delegated) / static_cast<double>(br.span_ns);
+    if (br.thread.tid == kTrainer) {
+      seen_main = true;
+      EXPECT_NEAR(share, 0.6, 0.02);  // 6 of every 10 ms
+      EXPECT_EQ(lock, 0);
+      // The backward pass is queued meanwhile: the process's queue is not empty.
+      EXPECT_EQ(delegated_idle, 0);
+    } else if (br.thread.tid == kEngine) {
+      seen_engine = true;
+      EXPECT_GT(share, 0.3);
+    }
+  }
+  EXPECT_TRUE(seen_main && seen_engine);
+}
+
+// A program traced from its start: seconds without GPU work before its first step (importing,
+// building the model) are start-up, and the gpu_idle chain says so and where the steps begin.
+TEST(AnalysisDetectors, GpuIdleAtStartUpIsNamedAsSuch) {
+  RowsBuilder b(12'000);
+  b.process(kTrainer, "python3");
+  b.call(kTrainer, kTrainer, "cudaMalloc", 100, 200 * kUs);
+  b.call(kTrainer, kTrainer, "cudaMemcpy", 101, 300 * kUs, 1 << 20, 1, 0x10000, 0x7f0000001000);
+  train(b, 6'000, 10'000, 10, 9);  // steps from +6 s: the GPU busy 9 ms in 10
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "gpu_idle");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_EQ(c->title, "GPU idle during start-up");
+  EXPECT_NE(c->fix.find("--from 6.0"), std::string::npos) << c->fix;
+  bool said = false;
+  for (const Evidence& e : c->evidence)
+    said |= e.text.find("at start-up, before +6.000 s") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");
@@ -237,8 +302,9 @@ TEST(AnalysisDetectors, HiddenSyncNamesItsCallSites) {
   for (const Evidence& e : c->evidence) {
     if (!e.text.starts_with("called from: ")) continue;
     found = true;
-    EXPECT_EQ(e.text, "called from: train_step+0x2f2 in trainer (500 of 1,000), "
-                      "log_metrics+0x10 in trainer (250 of 1,000)");
+    EXPECT_EQ(e.text,
+              "called from: train_step+0x2f2 in trainer (500 of 1,000), "
+              "log_metrics+0x10 in trainer (250 of 1,000)");
   }
   EXPECT_TRUE(found);
 }
@@ -642,10 +708,12 @@ TEST(AnalysisDetectors, EntryOnlyCategoriesAreCaveats) {
   const Report r = analyze(b.build());
   std::vector<std::string> texts;
   for (const Caveat& c : r.caveats)
-    if (c.kind == "entry_only" || c.kind.starts_with("family_")) texts.push_back(c.kind + ": " + c.text);
+    if (c.kind == "entry_only" || c.kind.starts_with("family_"))
+      texts.push_back(c.kind + ": " + c.text);
   ASSERT_EQ(texts.size(), 1u);
   EXPECT_NE(texts[0].find("entry_only: launch calls were recorded at entry only"),
-            std::string::npos) << texts[0];
+            std::string::npos)
+      << texts[0];
   EXPECT_NE(texts[0].find("no duration"), std::string::npos) << texts[0];
   // The operation table counts them but shows no durations; syncs keep theirs.
   int seen = 0;

@@ -32,8 +32,8 @@ namespace {
 
 constexpr uint64_t kUs = 1000, kMs = 1'000'000;
 
-constexpr const char* kNames[] = {"loader-pipe", "step-sleep", "straggler-host", "contention-sync",
-                                  "renamed-corunner"};
+constexpr const char* kNames[] = {"loader-pipe",     "step-sleep",       "straggler-host",
+                                  "contention-sync", "renamed-corunner", "autograd-handoff"};
 
 constexpr const char* kUsage =
     "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
@@ -48,6 +48,7 @@ constexpr const char* kUsage =
     "                   [--prep-us N (1000)]   (steps 180, gpu 6000)\n"
     "  renamed-corunner: [--cpu N (0)] [--corunner-name NAME (shard-prefetch)]\n"
     "                    [--host-us N (3000)]   (steps 200, gpu 2000)\n"
+    "  autograd-handoff: [--host-us N (1500)] [--prep-us N (200)]   (steps 180, gpu 6000)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
 
 // Per-scenario defaults: each run takes about 1.5 s on an idle machine.
@@ -57,11 +58,10 @@ struct Defaults {
   uint64_t gpu_us;
   uint64_t host_us;
 };
-constexpr Defaults kDefaults[] = {{"loader-pipe", 120, 4000, 0},
-                                  {"step-sleep", 150, 8000, 0},
-                                  {"straggler-host", 50, 4000, 3000},
-                                  {"contention-sync", 180, 6000, 1500},
-                                  {"renamed-corunner", 200, 2000, 3000}};
+constexpr Defaults kDefaults[] = {
+    {"loader-pipe", 120, 4000, 0},         {"step-sleep", 150, 8000, 0},
+    {"straggler-host", 50, 4000, 3000},    {"contention-sync", 180, 6000, 1500},
+    {"renamed-corunner", 200, 2000, 3000}, {"autograd-handoff", 180, 6000, 1500}};
 
 BudgetSettings parse(int argc, char** argv) {
   const Args args(
@@ -82,7 +82,7 @@ BudgetSettings parse(int argc, char** argv) {
   s.gpu_ns = args.u64("gpu-us", d->gpu_us) * kUs;
   s.host_ns = args.u64("host-us", d->host_us) * kUs;
   if (args.has("host-ms")) s.host_ns = args.u64("host-ms", 0) * kMs;
-  s.prep_ns = args.u64("prep-us", 1000) * kUs;
+  s.prep_ns = args.u64("prep-us", s.scenario == "autograd-handoff" ? 200 : 1000) * kUs;
   s.loader_ns = args.u64("loader-ms", 12) * kMs;
   s.batch_bytes = args.u64("batch-kib", 128) << 10;
   if (s.batch_bytes == 0) args.fail("--batch-kib must be at least 1");
@@ -338,6 +338,77 @@ int renamed_corunner(const BudgetSettings& s) {
   return 0;
 }
 
+// The autograd engine's own host work before it queues the backward pass (walking the graph).
+__attribute__((noinline)) void walk_graph(uint64_t ns) { gwsim::burn_cpu_ns(ns); }
+
+// PyTorch's training step with its two dispatch threads: the main thread queues the forward
+// pass, reads the loss back (loss.item(): a sync) and logs it, then loss.backward() hands the
+// backward pass to the autograd engine's thread ("pt_autograd_0"), which queues it on the same
+// stream while the main thread waits on a condition variable; between backward passes that
+// thread waits for the next one. Neither wait is a lock that holds the job up: the GPU idles
+// only from the read-back until the engine queues the backward pass.
+int autograd_handoff(const BudgetSettings& s) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool work = false, done = false, quit = false;
+  StepGpu* gpu = nullptr;
+  pid_t engine_tid = 0;
+  uint64_t first_launch_ns = 0;  // when the engine began queueing the last backward pass
+  std::thread engine([&] {
+    name_this_thread("pt_autograd_0");
+    std::unique_lock lk(m);
+    engine_tid = gettid();
+    for (;;) {
+      cv.wait(lk, [&] { return work || quit; });
+      if (quit) return;
+      work = false;
+      lk.unlock();
+      walk_graph(s.prep_ns);
+      first_launch_ns = gwsim::now_ns();
+      gpu->backward();
+      lk.lock();
+      done = true;
+      cv.notify_all();
+    }
+  });
+  uint64_t idle_ns = 0, handoff_wait_ns = 0, readbacks = 0;
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& g, TrainerTruth& tt) {
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      g.upload();
+      g.forward();
+      tt.sync_blocked_ns += g.read_loss();
+      ++readbacks;
+      const uint64_t drained = gwsim::now_ns();  // the GPU has nothing queued from here ...
+      log_metrics(s.host_ns);
+      const uint64_t w0 = gwsim::now_ns();
+      std::unique_lock lk(m);
+      gpu = &g;
+      work = true;
+      done = false;
+      cv.notify_all();
+      cv.wait(lk, [&] { return done; });
+      lk.unlock();
+      handoff_wait_ns += gwsim::now_ns() - w0;
+      idle_ns += first_launch_ns - drained;  // ... until the engine queues the backward pass
+      tt.sync_blocked_ns += g.sync();
+    }
+  });
+  {
+    std::lock_guard lk(m);
+    quit = true;
+    cv.notify_all();
+  }
+  engine.join();
+  print_line(summary(s, t)
+                 .num("engine_tid", engine_tid)
+                 .num("readbacks", readbacks)
+                 .num("gpu_idle_ns", idle_ns)
+                 .real("gpu_idle_share", t.share(idle_ns))
+                 .num("handoff_wait_ns", handoff_wait_ns)
+                 .real("handoff_wait_share", t.share(handoff_wait_ns)));
+  return 0;
+}
+
 }  // namespace
 
 bool is_budget_scenario(int argc, char** argv) {
@@ -357,6 +428,7 @@ int run_budget_scenario(int argc, char** argv) {
     return s.rank < 0 ? run_budget_launcher(s, argc, argv) : run_budget_rank(s);
   }
   if (s.scenario == "contention-sync") return contention_sync(s);
+  if (s.scenario == "autograd-handoff") return autograd_handoff(s);
   return renamed_corunner(s);
 }
 

@@ -317,33 +317,58 @@ class QueueState {
 // the forward pass and the syncs from the main thread, on one stream).
 std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
                                 const std::vector<const ThreadSummary*>& threads) {
-  // A k-way merge of the threads' calls by start: (ts, call index, end of its thread's calls).
-  using Head = std::tuple<int64_t, size_t, size_t>;
-  auto later = [](const Head& a, const Head& b) { return a > b; };
-  std::vector<Head> heap;
+  // The same state machine as QueueState over all the threads' outermost calls in (ts, index)
+  // order, without merging the millions of launches: the queue empties at a drain (a sync, a
+  // few per step) and fills at the first enqueue after it on any thread, which a binary search
+  // in each thread's calls (sorted by ts) finds.
+  using Key = std::pair<int64_t, size_t>;  // (ts, call index): the order of the calls
+  struct Drain {
+    Key key;
+    int64_t end;
+  };
+  std::vector<Drain> drains;
   int64_t clip = 0;
   for (const ThreadSummary* t : threads) {
     clip = std::max(clip, t->last_ns);
-    if (t->call_begin < t->call_end)
-      heap.emplace_back(rows.calls[t->call_begin].ts, t->call_begin, t->call_end);
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  std::vector<Piece> out;
-  QueueState q;
-  Piece p;
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const auto [ts, i, end] = heap.back();
-    heap.pop_back();
-    if (i + 1 < end) {
-      heap.emplace_back(rows.calls[i + 1].ts, i + 1, end);
-      std::push_heap(heap.begin(), heap.end(), later);
+    for (size_t i = t->call_begin; i < t->call_end; ++i) {
+      const CallRow& c = rows.calls[i];
+      if (!j.nested[i] && (flags[c.api] & ApiFlags::kDrains))
+        drains.push_back({{c.ts, i}, c.end()});
     }
-    if (j.nested[i]) continue;
-    const CallRow& c = rows.calls[i];
-    if (q.feed(c, flags[c.api], clip, p)) out.push_back(p);
   }
-  if (q.finish(clip, p)) out.push_back(p);
+  std::sort(drains.begin(), drains.end(),
+            [](const Drain& a, const Drain& b) { return a.key < b.key; });
+  // The first outermost enqueue after `after`, over every thread; {max, 0} when none.
+  auto next_enqueue = [&](Key after) {
+    Key best{std::numeric_limits<int64_t>::max(), 0};
+    for (const ThreadSummary* t : threads) {
+      const auto first = rows.calls.begin() + static_cast<std::ptrdiff_t>(t->call_begin);
+      const auto last = rows.calls.begin() + static_cast<std::ptrdiff_t>(t->call_end);
+      auto it = std::lower_bound(first, last, after.first,
+                                 [](const CallRow& c, int64_t ts) { return c.ts < ts; });
+      for (size_t i = static_cast<size_t>(it - rows.calls.begin()); i < t->call_end; ++i) {
+        const CallRow& c = rows.calls[i];
+        if (Key{c.ts, i} <= after || j.nested[i] || !(flags[c.api] & ApiFlags::kEnqueues)) continue;
+        best = std::min(best, Key{c.ts, i});
+        break;
+      }
+    }
+    return best;
+  };
+  std::vector<Piece> out;
+  for (size_t d = 0; d < drains.size();) {
+    const Drain& dr = drains[d];
+    const Key fill = next_enqueue(dr.key);
+    if (fill.first == std::numeric_limits<int64_t>::max()) {  // empty to the end
+      if (dr.end < clip) out.push_back({dr.end, clip, 0});
+      break;
+    }
+    // A drain that ended inside a later call (overlapping calls) makes no piece.
+    if (fill.first > dr.end) out.push_back({dr.end, std::min(fill.first, clip), 0});
+    // Drains while the queue was empty change nothing: the next one that counts follows the fill.
+    while (d < drains.size() && drains[d].key < fill) ++d;
+  }
+  std::erase_if(out, [](const Piece& p) { return p.e <= p.s; });
   return out;
 }
 

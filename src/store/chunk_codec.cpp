@@ -323,6 +323,37 @@ Status skip_column(Cursor& in, uint8_t mode, uint64_t count, uint8_t format) {
 }
 }  // namespace
 
+namespace {
+// What a column that was not decoded reads: NULL, as 0 (Chunk::col_v and col_p point here).
+alignas(64) const int64_t kZeroValues[kChunkRows] = {};
+const uint8_t kNonePresent[kChunkRows] = {};
+}  // namespace
+
+Chunk& Chunk::operator=(const Chunk& o) {
+  if (this == &o) return *this;
+  rows = o.rows;
+  columns = o.columns;
+  values = o.values;
+  present = o.present;
+  // The decoded columns point into o's storage: point them into the copy's.
+  col_v.resize(o.col_v.size());
+  col_p.resize(o.col_p.size());
+  for (size_t c = 0; c < o.col_v.size(); ++c) {
+    const bool own = o.col_v[c] != kZeroValues;
+    col_v[c] = own ? values.data() + (o.col_v[c] - o.values.data()) : kZeroValues;
+    col_p[c] = own ? present.data() + (o.col_p[c] - o.present.data()) : kNonePresent;
+  }
+  return *this;
+}
+
+bool Chunk::same_content(const Chunk& o) const {
+  if (rows != o.rows || columns != o.columns) return false;
+  for (uint32_t c = 0; c < columns; ++c)
+    for (uint32_t r = 0; r < rows; ++r)
+      if (value(c, r) != o.value(c, r) || is_null(c, r) != o.is_null(c, r)) return false;
+  return true;
+}
+
 Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
   if (blob.empty()) return corrupt("empty chunk");
   uint8_t format = static_cast<uint8_t>(blob[0]);
@@ -350,14 +381,18 @@ Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
   // no clearing first: for a 4096-row chunk that clearing cost as much as decoding.
   out.values.resize(rows * columns);
   out.present.resize(rows * columns);
+  out.col_v.resize(columns);
+  out.col_p.resize(columns);
   for (uint32_t c = 0; c < columns; ++c) {
     int64_t* v = out.values.data() + size_t(c) * rows;
     uint8_t* pres = out.present.data() + size_t(c) * rows;
+    out.col_v[c] = v;
+    out.col_p[c] = pres;
     const uint8_t tag = in.byte();
     const uint8_t mode = tag & 0x07;
     if (mode == kNull) {
-      std::fill(pres, pres + rows, 0);
-      std::fill(v, v + rows, 0);
+      out.col_v[c] = kZeroValues;
+      out.col_p[c] = kNonePresent;
       continue;
     }
     const bool bitmap = tag & kHasBitmap;
@@ -374,8 +409,8 @@ Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
       }
       if (Status st = skip_column(in, mode, count, format); !st) return st;
       if (!in.ok()) break;
-      std::fill(pres, pres + rows, 0);
-      std::fill(v, v + rows, 0);
+      out.col_v[c] = kZeroValues;
+      out.col_p[c] = kNonePresent;
       continue;
     }
     if (bitmap) {

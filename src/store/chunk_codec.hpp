@@ -57,20 +57,31 @@ class ChunkBuilder {
 struct Chunk {
   uint32_t rows = 0;
   uint32_t columns = 0;  // as stored; a column past them reads as NULL (an older writer's chunk)
+  // Where the decoded columns are kept; read them through value(), is_null() and column(): a
+  // column that was not decoded (stepped over, or all NULL) is not written here but points at
+  // shared zeros, since zeroing it cost as much as decoding the columns a reader asked for.
   std::vector<int64_t> values;
-  std::vector<uint8_t> present;  // 1 = not NULL; a column not decoded is all NULL
+  std::vector<uint8_t> present;  // 1 = not NULL
 
-  int64_t value(uint32_t col, uint32_t row) const {
-    return col < columns ? values[size_t(col) * rows + row] : 0;
-  }
-  bool is_null(uint32_t col, uint32_t row) const {
-    return col >= columns || !present[size_t(col) * rows + row];
-  }
+  Chunk() = default;
+  Chunk(const Chunk& o) { *this = o; }
+  Chunk& operator=(const Chunk& o);
+  Chunk(Chunk&&) = default;
+  Chunk& operator=(Chunk&&) = default;
+
+  int64_t value(uint32_t col, uint32_t row) const { return col < columns ? col_v[col][row] : 0; }
+  bool is_null(uint32_t col, uint32_t row) const { return col >= columns || !col_p[col][row]; }
   // Column c as a contiguous array of rows() values (NULL as 0); empty past the stored columns.
   std::span<const int64_t> column(uint32_t col) const {
     if (col >= columns) return {};
-    return {values.data() + size_t(col) * rows, rows};
+    return {col_v[col], rows};
   }
+  // Same rows, columns, values and NULLs (whatever the storage holds).
+  bool same_content(const Chunk& o) const;
+
+  // Per column: its values and presence, in `values`/`present` or the shared zeros.
+  std::vector<const int64_t*> col_v;
+  std::vector<const uint8_t*> col_p;
 };
 
 // Every column of a chunk.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 
 #include "analysis/parallel.hpp"
@@ -87,7 +88,8 @@ struct PartRows {
 };
 
 // Decodes every chunk of `table` that overlaps [from, to) and hands each row to
-// each(const Chunk&, uint32_t row, PartRows<Row>&), which appends what it keeps. Threads are
+// each(const Chunk&, uint32_t row, PartRows<Row>&), which appends what it keeps (or each chunk
+// to each(const Chunk&, PartRows<Row>&), for a loop that reads columns as arrays). Threads are
 // split into contiguous tid ranges of about equal row counts, one per connection, and each range
 // is read in (tid, ts_min) order, so the result comes out sorted by (tid, ts) whenever a thread's
 // chunks do not overlap in time (the usual case), and prepare_rows' sort finds nothing to do.
@@ -172,7 +174,11 @@ Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to
       // or, for a flight recorder, aged out): rows beyond the part's share are never written
       // past it. A chunk that does not fit came after the count; it is left out whole.
       if (keep == Keep::Most && got[k].n + c.rows > static_cast<size_t>(parts[k].rows)) continue;
-      for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
+      if constexpr (std::is_invocable_v<Fn, const store::Chunk&, PartRows<Row>&>) {
+        each(c, got[k]);  // a loop over the whole chunk, its columns read as arrays
+      } else {
+        for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
+      }
     }
     if (q.failed()) status[k] = q.error(chunks);
   };
@@ -471,40 +477,55 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  c_api = ac["api"], c_ret = ac["ret"], c_bytes = ac["bytes"], c_op = ac["op"],
                  c_addr = ac["addr"], c_addr2 = ac["addr2"], c_stack = ac["stack_id"],
                  c_peer = ac["peer"], c_nranks = ac["nranks"], c_py = ac["py_stack"];
-  auto keep_call = [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out,
+  std::vector<size_t> part_start;
+  PendingExt window_ext(pool.size());
+  // A chunk's api_calls columns as arrays, read once per chunk: the per-row reads through
+  // Chunk::value() were a tenth of explain's instructions. Categories by api id, once.
+  std::vector<Category> cat_of(rows.apis.size(), kUnknownCategory);
+  for (size_t id = 0; id < rows.apis.size(); ++id)
+    cat_of[id] = rows.api(static_cast<uint16_t>(id)).cat;
+  struct CallColumns {
+    const int64_t *ts, *dur, *pid, *tid, *api, *op, *ret, *bytes, *addr, *addr2, *stack, *peer,
+        *nranks, *py;
+    const uint8_t *has_op, *has_stack, *has_py;
+  };
+  auto columns_of = [&](const store::Chunk& k) {
+    return CallColumns{k.values_of(c_ts),     k.values_of(c_dur),   k.values_of(c_pid),
+                       k.values_of(c_tid),    k.values_of(c_api),   k.values_of(c_op),
+                       k.values_of(c_ret),    k.values_of(c_bytes), k.values_of(c_addr),
+                       k.values_of(c_addr2),  k.values_of(c_stack), k.values_of(c_peer),
+                       k.values_of(c_nranks), k.values_of(c_py),    k.present_of(c_op),
+                       k.present_of(c_stack), k.present_of(c_py)};
+  };
+  auto keep_call = [&](const CallColumns& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;
-    c.ts = k.value(c_ts, r);
-    c.dur = k.value(c_dur, r);
-    c.pid = static_cast<uint32_t>(k.value(c_pid, r));
-    c.tid = static_cast<uint32_t>(k.value(c_tid, r));
-    c.api = static_cast<uint16_t>(k.value(c_api, r));
-    c.dir = k.is_null(c_op, r)
-                ? int8_t{-1}
-                : static_cast<int8_t>(std::clamp<int64_t>(k.value(c_op, r), -1, 127));
-    const Category cat = rows.api(c.api).cat;
+    c.ts = k.ts[r];
+    c.dur = k.dur[r];
+    c.pid = static_cast<uint32_t>(k.pid[r]);
+    c.tid = static_cast<uint32_t>(k.tid[r]);
+    c.api = static_cast<uint16_t>(k.api[r]);
+    c.dir = k.has_op[r] ? static_cast<int8_t>(std::clamp<int64_t>(k.op[r], -1, 127)) : int8_t{-1};
+    const Category cat = c.api < cat_of.size() ? cat_of[c.api] : kUnknownCategory;
     // A communicator's set-up keeps its rank and size where a copy keeps its address and bytes.
     const bool init = cat == Category::Init;
-    CallExt e = make_call_ext(cat, static_cast<uint64_t>(k.value(init ? c_nranks : c_bytes, r)),
-                              static_cast<uint64_t>(k.value(init ? c_peer : c_addr, r)),
-                              static_cast<uint64_t>(k.value(c_addr2, r)),
-                              static_cast<int32_t>(k.value(c_ret, r)));
-    if (!k.is_null(c_stack, r)) e.stack_id = static_cast<int32_t>(k.value(c_stack, r));
-    if (!k.is_null(c_py, r)) e.pystack_id = static_cast<int32_t>(k.value(c_py, r));
+    CallExt e = make_call_ext(cat, static_cast<uint64_t>(init ? k.nranks[r] : k.bytes[r]),
+                              static_cast<uint64_t>(init ? k.peer[r] : k.addr[r]),
+                              static_cast<uint64_t>(k.addr2[r]), static_cast<int32_t>(k.ret[r]));
+    if (k.has_stack[r]) e.stack_id = static_cast<int32_t>(k.stack[r]);
+    if (k.has_py[r]) e.pystack_id = static_cast<int32_t>(k.py[r]);
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);
   };
-  std::vector<size_t> part_start;
-  PendingExt window_ext(pool.size());
-  st = scan_chunks(
-      pool, ac, from, to, Keep::Most,
-      [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
-        const int64_t ts = k.value(c_ts, r);
-        if (ts < from || ts >= to) return;
-        if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.value(c_pid, r)))) return;
-        keep_call(k, r, out, window_ext);
-      },
-      rows.calls, &part_start, only);
+  auto keep_window = [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
+    const CallColumns k = columns_of(chunk);
+    for (uint32_t r = 0; r < chunk.rows; ++r) {
+      if (k.ts[r] < from || k.ts[r] >= to) continue;
+      if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.pid[r]))) continue;
+      keep_call(k, r, out, window_ext);
+    }
+  };
+  st = scan_chunks(pool, ac, from, to, Keep::Most, keep_window, rows.calls, &part_start, only);
   if (!st) return st.error();
   window_ext.attach(rows.calls, part_start, rows);
   // Calls of Python processes made before the probes had the interpreter's layout: no line.
@@ -562,11 +583,14 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   PendingExt early_ext(pool.size());
   st = scan_chunks(
       pool, ac, INT64_MIN, from, Keep::Few,
-      [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
-        if (k.value(c_ts, r) >= from || !memory_api(static_cast<uint16_t>(k.value(c_api, r))) ||
-            !keep(static_cast<uint32_t>(k.value(c_pid, r))))
-          return;
-        keep_call(k, r, out, early_ext);
+      [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
+        const CallColumns k = columns_of(chunk);
+        for (uint32_t r = 0; r < chunk.rows; ++r) {
+          if (k.ts[r] >= from || !memory_api(static_cast<uint16_t>(k.api[r])) ||
+              !keep(static_cast<uint32_t>(k.pid[r])))
+            continue;
+          keep_call(k, r, out, early_ext);
+        }
       },
       rows.memory_calls, &part_start, only);
   if (!st) return st.error();

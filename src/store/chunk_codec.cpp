@@ -346,6 +346,13 @@ Chunk& Chunk::operator=(const Chunk& o) {
   return *this;
 }
 
+const int64_t* Chunk::values_of(uint32_t col) const {
+  return col < columns ? col_v[col] : kZeroValues;
+}
+const uint8_t* Chunk::present_of(uint32_t col) const {
+  return col < columns ? col_p[col] : kNonePresent;
+}
+
 bool Chunk::same_content(const Chunk& o) const {
   if (rows != o.rows || columns != o.columns) return false;
   for (uint32_t c = 0; c < columns; ++c)

@@ -76,6 +76,10 @@ struct Chunk {
     if (col >= columns) return {};
     return {col_v[col], rows};
   }
+  // Column c's values and presence for rows [0, rows): NULL (zeros) past the stored columns.
+  // For loops over a whole chunk: no check per value.
+  const int64_t* values_of(uint32_t col) const;
+  const uint8_t* present_of(uint32_t col) const;
   // Same rows, columns, values and NULLs (whatever the storage holds).
   bool same_content(const Chunk& o) const;
 

@@ -18,7 +18,7 @@ struct Churn {
   int64_t ns = 0;
 };
 
-Churn collect(const Context& ctx, const ThreadSummary& t) {
+Churn collect_churn(const Context& ctx, const ThreadSummary& t) {
   Churn c;
   c.t = &t;
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
@@ -122,7 +122,7 @@ void one_thread(const Context& ctx, const Churn& c, std::vector<Chain>& out) {
 void detect_alloc_churn(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, Churn> worst;
   for (const ThreadSummary& t : ctx.joins.threads) {
-    Churn c = collect(ctx, t);
+    Churn c = collect_churn(ctx, t);
     if (!recurring(ctx, c)) continue;
     Churn& cur = worst[t.pid];
     if (c.ns > cur.ns) cur = std::move(c);

@@ -32,7 +32,7 @@ struct SyncUse {
   uint64_t odd = 0;  // long waits with (almost) nothing queued: not this thread's GPU work
 };
 
-SyncUse collect(const Context& ctx, const ThreadSummary& t) {
+SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
   SyncUse u;
   const uint64_t small = ctx.th.small_copy_bytes;
   std::vector<size_t> pending;                           // syncs whose refill gap is not known yet
@@ -93,8 +93,8 @@ double spread(const Context& ctx, const ThreadSummary& t, const std::vector<uint
   return static_cast<double>(std::count(std::begin(seen), std::end(seen), true)) / 10.0;
 }
 
-void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
-  SyncUse u = collect(ctx, t);
+void sync_chain(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
+  SyncUse u = collect_sync_uses(ctx, t);
   const uint64_t n = u.idx.size();
   if (n < ctx.th.loop_min_count || t.span_ns() <= 0) return;
   const double per_s = static_cast<double>(n) * 1e9 / static_cast<double>(t.span_ns());
@@ -181,7 +181,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
 }  // namespace
 
 void detect_hidden_sync(const Context& ctx, std::vector<Chain>& out) {
-  for (const ThreadSummary& t : ctx.joins.threads) one_thread(ctx, t, out);
+  for (const ThreadSummary& t : ctx.joins.threads) sync_chain(ctx, t, out);
 }
 
 }  // namespace gpuwhy::analysis

@@ -54,7 +54,7 @@ void add_io_samples(const Context& ctx, const ThreadSummary& t, Io& io) {
   }
 }
 
-Io collect(const Context& ctx, const ThreadSummary& t) {
+Io collect_io(const Context& ctx, const ThreadSummary& t) {
   Io io;
   io.t = &t;
   auto [b, e] = Joins::range(ctx.joins.syscalls, t.tid);
@@ -101,7 +101,8 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   // Mostly waiting for a producer: the step is starved of input, whatever syscall it waits in.
   const bool starved = b[Bucket::Handoff] * 2 >= lost && !b.tasks(Bucket::Handoff).empty();
   Chain ch = ctx.thread_chain(
-      t, "io_stall", starved ? "Input starved: the step waits for its producer" : "I/O on the GPU dispatch thread",
+      t, "io_stall",
+      starved ? "Input starved: the step waits for its producer" : "I/O on the GPU dispatch thread",
       lost);
   ch.first_ns = ctx.rel(io.first < 0 ? t.first_ns : std::max(io.first, t.first_ns));
   ch.last_ns = ctx.rel(io.last < 0 ? t.last_ns : std::min(io.last, t.last_ns));
@@ -118,8 +119,8 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   ch.evidence.push_back({fmt_duration(lost) + " (" + fmt_percent(ch.share()) + " of " +
                          fmt_duration(t.span_ns()) + ") in " +
                          (starved ? "reads and waits for data" : "slow I/O syscalls") +
-                         (top.empty() ? std::string() : ": " + top) + "; " +
-                         fmt_count(io.calls) + " slow I/O syscalls recorded"});
+                         (top.empty() ? std::string() : ": " + top) + "; " + fmt_count(io.calls) +
+                         " slow I/O syscalls recorded"});
   // Disk requests the thread itself issued (reads it waits for, direct or synchronous writes).
   auto [bb, be] = Joins::range(ctx.joins.block_io, t.tid);
   std::vector<int64_t> lat;
@@ -192,7 +193,7 @@ void detect_io_stall(const Context& ctx, std::vector<Chain>& out) {
     if (ns <= 0) continue;
     Io& cur = worst[t.pid];
     if (ns > cur.ns) {
-      cur = collect(ctx, t);
+      cur = collect_io(ctx, t);
       cur.ns = ns;
     }
   }

@@ -13,7 +13,7 @@
 namespace gpuwhy::analysis {
 namespace {
 
-struct Split {
+struct TimeSplit {
   int64_t len = 0;
   int64_t no_cpu = 0;    // runnable without a CPU: preempted, or woken and waiting
   int64_t asleep = 0;    // asleep outside GPU calls (waiting for the application)
@@ -23,8 +23,8 @@ struct Split {
   std::map<uint32_t, Culprit> wakers;      // by tid
 };
 
-Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t to) {
-  Split s;
+TimeSplit measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t to) {
+  TimeSplit s;
   s.len = std::max<int64_t>(to - from, 1);
   CallUnion calls(ctx.rows, t);
   RunqBlame runq;
@@ -91,7 +91,7 @@ Split measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t 
 }
 
 // The culprit that explains the most, runtime helper threads of the victim's process aside.
-const Culprit* top_preemptor(const Context& ctx, const Split& s, uint32_t pid) {
+const Culprit* top_preemptor(const Context& ctx, const TimeSplit& s, uint32_t pid) {
   const Culprit* best = nullptr;
   for (const auto& [k, c] : s.preemptors) {
     if (c.pid == pid && !ctx.joins.thread(c.tid) && is_runtime_helper(ctx.rows.string(c.comm)))
@@ -101,7 +101,7 @@ const Culprit* top_preemptor(const Context& ctx, const Split& s, uint32_t pid) {
   return best;
 }
 
-const Culprit* top_waker(const Split& s) {
+const Culprit* top_waker(const TimeSplit& s) {
   const Culprit* best = nullptr;
   for (const auto& [k, c] : s.wakers)
     if (!best || c.ns > best->ns) best = &c;
@@ -116,8 +116,8 @@ void one_series(const Context& ctx, const RateSeries& r, std::vector<Chain>& out
   const auto [ps, pe] = ctx.process_span(r.pid);
   const int64_t at = std::clamp(r.drop.at_ns, ps, pe);
   if (at <= ps || at >= pe) return;
-  const Split before = measure(ctx, *t, std::max(ps, t->first_ns), at);
-  const Split after = measure(ctx, *t, at, std::min(pe, t->last_ns));
+  const TimeSplit before = measure(ctx, *t, std::max(ps, t->first_ns), at);
+  const TimeSplit after = measure(ctx, *t, at, std::min(pe, t->last_ns));
 
   struct Cause {
     const char* key;   // metrics name

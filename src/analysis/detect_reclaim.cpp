@@ -18,7 +18,7 @@ struct Reclaims {
   int64_t longest = 0, longest_at = 0, first = -1, last = -1;
 };
 
-Reclaims collect(const Context& ctx, const ThreadSummary& t) {
+Reclaims collect_reclaims(const Context& ctx, const ThreadSummary& t) {
   Reclaims r;
   r.t = &t;
   auto [b, e] = Joins::range(ctx.joins.reclaim, t.tid);
@@ -80,7 +80,7 @@ void one_thread(const Context& ctx, const Reclaims& r, std::vector<Chain>& out) 
 void detect_reclaim(const Context& ctx, std::vector<Chain>& out) {
   std::map<uint32_t, Reclaims> worst;
   for (const ThreadSummary& t : ctx.joins.threads) {
-    Reclaims r = collect(ctx, t);
+    Reclaims r = collect_reclaims(ctx, t);
     if (r.ns <= 0) continue;
     Reclaims& cur = worst[t.pid];
     if (r.ns > cur.ns) cur = r;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analysis/units.hpp"
+#include "export/json_rounding.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -18,7 +19,6 @@ using json = nlohmann::ordered_json;
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
-double round4(double v) { return std::round(v * 1e4) / 1e4; }
 // Costs of short windows are fractions of a cent: kept to a millionth.
 double round6(double v) { return std::round(v * 1e6) / 1e6; }
 // Cents for real sums; small windows keep four significant digits instead of showing 0.00.

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "export/explain_render.hpp"
+#include "export/json_rounding.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -11,10 +12,6 @@ using analysis::OpStats;
 using analysis::Report;
 using analysis::Task;
 using json = nlohmann::ordered_json;
-
-// Four decimals are plenty for shares and rates, and keep the output free of float noise that
-// would make golden files flap between compilers.
-double round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 json task_json(const Task& t) {
   json j{{"pid", t.pid}, {"comm", t.comm}};
@@ -73,8 +70,8 @@ json ops_json(const std::vector<OpStats>& ops) {
          {"errors", o.errors},
          {"bytes", o.bytes}});
     if (o.entry_only) {  // recorded at entry only (trace --entry-only): no durations, no returns
-      for (const char* k : {"total_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "tail_ratio",
-                            "errors"})
+      for (const char* k :
+           {"total_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "tail_ratio", "errors"})
         a.back()[k] = nullptr;
       a.back()["entry_only"] = true;
     }

@@ -18,7 +18,7 @@
 namespace gpuwhy::exporter {
 namespace {
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kNsightSchema = R"sql(
 CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
   eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
@@ -54,7 +54,7 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
   auto out = OutputDb::create(out_path);
   if (!out) return out.error();
   sqlite3* db = out->db();
-  if (auto st = out->exec(kSchema, "creating the Nsight tables"); !st) return st.error();
+  if (auto st = out->exec(kNsightSchema, "creating the Nsight tables"); !st) return st.error();
   // The rows in scope, copied plain first (small temporary tables), then shaped with SQL.
   const std::string start = std::to_string(scope.start_ns());
   struct Stage {

@@ -161,9 +161,9 @@ void encode_column(std::string& out, const std::vector<int64_t>& v,
   }
 }
 
-class Cursor {
+class ByteCursor {
  public:
-  explicit Cursor(std::string_view b)
+  explicit ByteCursor(std::string_view b)
       : p_(reinterpret_cast<const uint8_t*>(b.data())), end_(p_ + b.size()) {}
   bool ok() const { return ok_; }
   uint8_t byte() {
@@ -291,7 +291,7 @@ static_assert(std::endian::native == std::endian::little, "kSpreadBits is stored
 namespace {
 // The entries of a Dict or Bits column's dictionary, read and checked; 0 when the column is
 // damaged (no writer makes an empty dictionary). Format 1 has no Bits encoding.
-uint64_t dictionary_size(Cursor& in, uint8_t mode, uint8_t format) {
+uint64_t dictionary_size(ByteCursor& in, uint8_t mode, uint8_t format) {
   const uint64_t n = in.varint();
   const uint64_t max = mode == kBits ? kMaxBitsDict : kMaxDict;
   if (!in.ok() || n > max || (mode == kBits && format < 2)) return 0;
@@ -299,7 +299,7 @@ uint64_t dictionary_size(Cursor& in, uint8_t mode, uint8_t format) {
 }
 
 // Steps `in` over the values of a column of `mode` with `count` present rows.
-Status skip_column(Cursor& in, uint8_t mode, uint64_t count, uint8_t format) {
+Status skip_column(ByteCursor& in, uint8_t mode, uint64_t count, uint8_t format) {
   switch (mode) {
     case kConst:
       (void)in.varint();
@@ -372,7 +372,7 @@ Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
     if (checksum(blob) != stored) return corrupt("checksum mismatch");
     format = 2;  // the body is format 2
   }
-  Cursor in(blob);
+  ByteCursor in(blob);
   in.byte();
   // Format 1 is format 2 without the Bits encoding: a reader of 2 reads both.
   if (format != 2 && format != 1)

@@ -21,7 +21,8 @@ namespace {
 // to a different database would be replayed into it.
 constexpr const char* kSuffixes[] = {"", "-wal", "-shm", "-journal"};
 
-bool exists(const std::string& p) {
+// In use, even by a dangling symbolic link (lstat, not stat).
+bool name_taken(const std::string& p) {
   struct stat st {};
   return lstat(p.c_str(), &st) == 0;
 }
@@ -50,13 +51,13 @@ const char* kind_of(mode_t m) {
 // without locking or creating anything (immutable). A trace killed before its first checkpoint
 // may be an empty (or schema-less) file whose rows are all in its -wal.
 bool holds_trace(const std::string& path, off_t size) {
-  const bool has_wal = exists(path + "-wal");
+  const bool has_wal = name_taken(path + "-wal");
   if (size == 0) return has_wal;
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   char magic[16] = {};
-  const bool sqlite = pread(fd, magic, sizeof magic, 0) == 16 &&
-                      std::memcmp(magic, "SQLite format 3", 16) == 0;
+  const bool sqlite =
+      pread(fd, magic, sizeof magic, 0) == 16 && std::memcmp(magic, "SQLite format 3", 16) == 0;
   close(fd);
   if (!sqlite) return false;
   sqlite3* db = nullptr;
@@ -110,8 +111,9 @@ Result<int> replace_private_file(const std::string& path, const std::string& wha
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-      return Error{what + " " + path + " is " + kind_of(st.st_mode) + ", not a file gpuwhy may replace",
-                   "pass another path"};
+      return Error{
+          what + " " + path + " is " + kind_of(st.st_mode) + ", not a file gpuwhy may replace",
+          "pass another path"};
     // unlink removes a symbolic link itself, never the file it points to.
     if (unlink(path.c_str()) != 0 && errno != ENOENT)
       return errno_error("cannot replace " + what + " " + path, errno, "remove it by hand");
@@ -126,13 +128,15 @@ Status check_trace_path(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (path.size() + 12 >= PATH_MAX || name.size() + 12 > NAME_MAX)
-    return Error{"--out path is too long (" + std::to_string(path.size()) + " characters, file name " +
-                     std::to_string(name.size()) + ")",
-                 "use a path under " + std::to_string(PATH_MAX - 13) + " characters whose file name "
-                 "is under " + std::to_string(NAME_MAX - 11)};
+    return Error{"--out path is too long (" + std::to_string(path.size()) +
+                     " characters, file name " + std::to_string(name.size()) + ")",
+                 "use a path under " + std::to_string(PATH_MAX - 13) +
+                     " characters whose file name "
+                     "is under " +
+                     std::to_string(NAME_MAX - 11)};
   if (name.empty() || name == "." || name == "..")
-    return Error{"--out " + path + " names a directory, not a file", "add a file name, e.g. " +
-                                                                          path + "/gpuwhy.db"};
+    return Error{"--out " + path + " names a directory, not a file",
+                 "add a file name, e.g. " + path + "/gpuwhy.db"};
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return {};
@@ -149,7 +153,7 @@ Status check_trace_path(const std::string& path) {
 }
 
 Result<std::string> keep_numbered_backup(const std::string& path) {
-  if (!exists(path)) {
+  if (!name_taken(path)) {
     for (const char* sfx : kSuffixes) {
       if (*sfx && unlink((path + sfx).c_str()) != 0 && errno != ENOENT)
         return errno_error("cannot remove the stale " + path + sfx, errno, "remove it by hand");
@@ -160,7 +164,7 @@ Result<std::string> keep_numbered_backup(const std::string& path) {
   for (int n = 1; n <= kMaxBackups; ++n) {
     const std::string backup = path + "." + std::to_string(n);
     bool taken = false;
-    for (const char* sfx : kSuffixes) taken = taken || exists(backup + sfx);
+    for (const char* sfx : kSuffixes) taken = taken || name_taken(backup + sfx);
     if (taken) continue;
     // RENAME_NOREPLACE: a name that appears meanwhile is never overwritten; try the next number.
     if (renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, backup.c_str(), RENAME_NOREPLACE) != 0) {

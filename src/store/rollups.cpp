@@ -34,13 +34,13 @@ int64_t or_zero(const ChunkBuilder& b, uint32_t r, uint32_t c) {
 }
 
 // api_calls_per_second: per (api, second), calls, sum and max of dur, sum of bytes.
-enum ApiIn : uint32_t { kApi, kBytes };
+enum ApiIn : uint32_t { kApiCol, kBytesCol };
 constexpr std::array<std::string_view, 6> kApiColumns = {"api",    "second",     "calls",
                                                          "dur_ns", "max_dur_ns", "bytes"};
 
 void api_key(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t second,
              RollupRow& out) {
-  out.v[0] = or_zero(b, r, in[kApi]);
+  out.v[0] = or_zero(b, r, in[kApiCol]);
   out.v[1] = second;
 }
 
@@ -48,8 +48,8 @@ void api_add(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t dur,
   s.v[2] += 1;
   s.v[3] = wrapping_add(s.v[3], dur);
   s.v[4] = std::max(s.v[4], dur);
-  if (b.is_null(r, in[kBytes])) return;
-  s.v[5] = wrapping_add(s.v[5], b.value(r, in[kBytes]));
+  if (b.is_null(r, in[kBytesCol])) return;
+  s.v[5] = wrapping_add(s.v[5], b.value(r, in[kBytesCol]));
   s.nulls &= ~(1u << 5);
 }
 
@@ -70,18 +70,21 @@ void offcpu_key(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t s
   if (b.is_null(r, other)) out.nulls |= 1u << 2;
 }
 
-void offcpu_add(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t dur,
-                RollupRow& s) {
+void offcpu_add(const ChunkBuilder& b, const uint32_t* in, uint32_t r, int64_t dur, RollupRow& s) {
   s.v[3] = wrapping_add(s.v[3], dur);
   s.v[4] = wrapping_add(s.v[4], or_zero(b, r, in[kRunq]));
   s.v[5] += 1;
 }
 
 const std::array<RollupSpec, 2> kSpecs = {{
-    {"api_calls", "api_calls_per_second", kApiColumns, 1u << 5, {"api", "bytes"}, api_key,
-     api_add},
-    {"offcpu", "offcpu_per_second", kOffCpuColumns, 0,
-     {"preempted", "next_comm", "waker_comm", "runq"}, offcpu_key, offcpu_add},
+    {"api_calls", "api_calls_per_second", kApiColumns, 1u << 5, {"api", "bytes"}, api_key, api_add},
+    {"offcpu",
+     "offcpu_per_second",
+     kOffCpuColumns,
+     0,
+     {"preempted", "next_comm", "waker_comm", "runq"},
+     offcpu_key,
+     offcpu_add},
 }};
 const std::array<std::string_view, 2> kTableNames = {kSpecs[0].table, kSpecs[1].table};
 

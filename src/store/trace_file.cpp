@@ -31,7 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool exists(const std::string& p) {
+bool path_exists(const std::string& p) {
   struct stat st {};
   return stat(p.c_str(), &st) == 0;
 }
@@ -260,7 +260,7 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   // No -wal and no writer: everything is in the database file. immutable=1 then reads it with
   // no locking and without creating -wal/-shm next to it (a copy in a read-only directory works,
   // and reading never leaves files behind). With a -wal, SQLite must merge it in: mode=ro.
-  const bool has_wal = exists(path + "-wal");
+  const bool has_wal = path_exists(path + "-wal");
   const bool immutable = !has_wal && !f->live_;
   if (has_wal && !f->live_) {
     const WalCheck wal = check_wal(path + "-wal");

@@ -610,47 +610,69 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
                  o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"];
+  // Read as arrays once per chunk, like the calls; a chunk holds one thread's rows or a few,
+  // so whether its process is kept is asked once per run of one pid, not per row.
   st = scan_chunks(
       pool, oc, from, to, Keep::Most,
-      [&](const store::Chunk& k, uint32_t r, auto& out) {
-        OffCpuRow o;
-        o.pid = static_cast<uint32_t>(k.value(o_pid, r));
-        if (!keep(o.pid) || !overlaps(k, r, o_ts, o_dur)) return;
-        o.ts = k.value(o_ts, r);
-        o.dur = k.value(o_dur, r);
-        o.runq = std::clamp<int64_t>(k.value(o_runq, r), 0, o.dur);
-        o.tid = static_cast<uint32_t>(k.value(o_tid, r));
-        o.preempted = k.value(o_pre, r) != 0;
-        const auto next_pid = static_cast<uint32_t>(k.value(o_npid, r));
-        const auto next_tid = static_cast<uint32_t>(k.value(o_ntid, r));
-        const auto next_comm = static_cast<uint32_t>(k.value(o_ncomm, r));
-        o.holder_recorded = !k.is_null(o_hpid, r);
-        if (o.holder_recorded) {
-          o.holder_pid = static_cast<uint32_t>(k.value(o_hpid, r));
-          o.holder_tid = static_cast<uint32_t>(k.value(o_htid, r));
-          o.holder_comm = static_cast<uint32_t>(k.value(o_hcomm, r));
-        } else {
-          o.holder_pid = next_pid;
-          o.holder_tid = next_tid;
-          o.holder_comm = next_comm;
+      [&](const store::Chunk& k, PartRows<OffCpuRow>& out) {
+        const int64_t *ts = k.values_of(o_ts), *dur = k.values_of(o_dur),
+                      *runq = k.values_of(o_runq), *pid = k.values_of(o_pid),
+                      *tid = k.values_of(o_tid), *cpu = k.values_of(o_cpu),
+                      *pre = k.values_of(o_pre), *npid = k.values_of(o_npid),
+                      *ntid = k.values_of(o_ntid), *ncomm = k.values_of(o_ncomm),
+                      *wpid = k.values_of(o_wpid), *wtid = k.values_of(o_wtid),
+                      *wcomm = k.values_of(o_wcomm), *hpid = k.values_of(o_hpid),
+                      *htid = k.values_of(o_htid), *hcomm = k.values_of(o_hcomm),
+                      *sys = k.values_of(o_sys), *wcpu = k.values_of(o_wcpu),
+                      *migr = k.values_of(o_migr);
+        const uint8_t *has_holder = k.present_of(o_hpid), *has_sys = k.present_of(o_sys),
+                      *has_wcpu = k.present_of(o_wcpu);
+        int64_t last_pid = -1;
+        bool last_kept = false;
+        for (uint32_t r = 0; r < k.rows; ++r) {
+          if (pid[r] != last_pid) {
+            last_pid = pid[r];
+            last_kept = keep(static_cast<uint32_t>(pid[r]));
+          }
+          if (!last_kept || ts[r] >= to || ts[r] + dur[r] <= from) continue;
+          OffCpuRow o;
+          o.pid = static_cast<uint32_t>(pid[r]);
+          o.ts = ts[r];
+          o.dur = dur[r];
+          o.runq = std::clamp<int64_t>(runq[r], 0, o.dur);
+          o.tid = static_cast<uint32_t>(tid[r]);
+          o.preempted = pre[r] != 0;
+          const auto next_pid = static_cast<uint32_t>(npid[r]);
+          const auto next_tid = static_cast<uint32_t>(ntid[r]);
+          const auto next_comm = static_cast<uint32_t>(ncomm[r]);
+          o.holder_recorded = has_holder[r] != 0;
+          if (o.holder_recorded) {
+            o.holder_pid = static_cast<uint32_t>(hpid[r]);
+            o.holder_tid = static_cast<uint32_t>(htid[r]);
+            o.holder_comm = static_cast<uint32_t>(hcomm[r]);
+          } else {
+            o.holder_pid = next_pid;
+            o.holder_tid = next_tid;
+            o.holder_comm = next_comm;
+          }
+          // Who took the CPU matters for a preemption, who woke it for a sleep.
+          if (o.preempted) {
+            o.other_pid = next_pid;
+            o.other_tid = next_tid;
+            o.other_comm = next_comm;
+          } else {
+            o.other_pid = static_cast<uint32_t>(wpid[r]);
+            o.other_tid = static_cast<uint32_t>(wtid[r]);
+            o.other_comm = static_cast<uint32_t>(wcomm[r]);
+          }
+          o.cpu = static_cast<uint16_t>(cpu[r]);
+          if (has_sys[r]) o.syscall = static_cast<int16_t>(sys[r]);
+          if (has_wcpu[r]) {
+            o.wait_cpu = static_cast<int16_t>(wcpu[r]);
+            o.migrations = static_cast<uint16_t>(migr[r]);
+          }
+          out.push_back(o);
         }
-        // Who took the CPU matters for a preemption, who woke it for a sleep.
-        if (o.preempted) {
-          o.other_pid = next_pid;
-          o.other_tid = next_tid;
-          o.other_comm = next_comm;
-        } else {
-          o.other_pid = static_cast<uint32_t>(k.value(o_wpid, r));
-          o.other_tid = static_cast<uint32_t>(k.value(o_wtid, r));
-          o.other_comm = static_cast<uint32_t>(k.value(o_wcomm, r));
-        }
-        o.cpu = static_cast<uint16_t>(k.value(o_cpu, r));
-        if (!k.is_null(o_sys, r)) o.syscall = static_cast<int16_t>(k.value(o_sys, r));
-        if (!k.is_null(o_wcpu, r)) {
-          o.wait_cpu = static_cast<int16_t>(k.value(o_wcpu, r));
-          o.migrations = static_cast<uint16_t>(k.value(o_migr, r));
-        }
-        out.push_back(o);
       },
       rows.offcpu, nullptr, only);
   if (!st) return st.error();

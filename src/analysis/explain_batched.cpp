@@ -45,10 +45,11 @@ TraceRows shared_part(const TraceRows& rows) {
 // and maxima; percentiles from the summed histogram (explain_batched.hpp).
 OpStats merge_op(const std::vector<const OpStats*>& parts, const DurHistogram& h) {
   OpStats s = *parts.front();
-  s.errors = s.bytes = 0;
+  s.errors = s.bytes = s.nested = 0;
   for (const OpStats* p : parts) {
     s.errors += p->errors;
     s.bytes += p->bytes;
+    s.nested += p->nested;
   }
   s.dur.count = h.count();
   s.dur.total_ns = h.total();

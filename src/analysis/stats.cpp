@@ -19,7 +19,7 @@ namespace {
 struct OpAcc {
   uint16_t api = 0;
   DurHistogram hist;
-  uint64_t errors = 0, bytes = 0;
+  uint64_t errors = 0, bytes = 0, nested = 0;
   std::vector<size_t> wanted;              // buckets whose durations the second pass keeps
   std::vector<uint8_t> wanted_index;       // bucket -> 1 + index into `wanted`; 0: not wanted
   std::vector<std::vector<int64_t>> kept;  // the durations of each wanted bucket
@@ -52,7 +52,7 @@ struct ThreadOps {
 };
 
 // The first pass over a thread's calls.
-ThreadOps count_ops(const TraceRows& rows, const ThreadSummary& t) {
+ThreadOps count_ops(const TraceRows& rows, const Joins& joins, const ThreadSummary& t) {
   ThreadOps out;
   std::vector<OpAcc> by_api(rows.apis.size());
   std::vector<uint8_t> seen(rows.apis.size());
@@ -65,6 +65,7 @@ ThreadOps count_ops(const TraceRows& rows, const ThreadSummary& t) {
     OpAcc& a = by_api[c.api];
     seen[c.api] = 1;
     a.hist.add(c.dur);
+    a.nested += joins.nested[i];
     if (c.ext == kNoExt) continue;
     const CallExt& e = rows.ext(c);
     if (e.ret != 0) ++a.errors;
@@ -93,7 +94,7 @@ void keep_wanted(const TraceRows& rows, const ThreadSummary& t, ThreadOps& ops) 
 struct PlannedOp {
   uint16_t api = 0;
   DurStats dur;  // count, total and max
-  uint64_t errors = 0, bytes = 0;
+  uint64_t errors = 0, bytes = 0, nested = 0;
   DurHistogram::Rank at[std::size(kSummaryPercentiles)];
 };
 
@@ -120,6 +121,7 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
     for (const OpAcc* a : parts) {
       op.errors += a->errors;
       op.bytes += a->bytes;
+      op.nested += a->nested;
     }
     for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
       op.at[i] = h.locate(nearest_rank_index(h.count(), kSummaryPercentiles[i]));
@@ -172,6 +174,7 @@ std::vector<OpStats> finish_ops(const TraceRows& rows, const std::vector<ThreadO
     s.dur = op.dur;
     s.errors = op.errors;
     s.bytes = op.bytes;
+    s.nested = op.nested;
     s.entry_only = rows.entry_only(s.cat);
     out.push_back(std::move(s));
   }
@@ -328,7 +331,7 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
   // calls: bucket counts, then the durations of the buckets the percentiles fall in.
   const size_t nt = joins.threads.size();
   std::vector<ThreadOps> ops(nt);
-  parallel_for(nt, [&](size_t k) { ops[k] = count_ops(rows, joins.threads[k]); });
+  parallel_for(nt, [&](size_t k) { ops[k] = count_ops(rows, joins, joins.threads[k]); });
   std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
   std::vector<size_t> all(nt);
   for (size_t k = 0; k < nt; ++k) {

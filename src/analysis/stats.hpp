@@ -19,8 +19,11 @@ struct OpStats {
   std::string name;
   Category cat = kUnknownCategory;
   DurStats dur;
-  uint64_t errors = 0;      // calls that returned non-zero
-  uint64_t bytes = 0;       // copies, memsets, allocations, collectives
+  uint64_t errors = 0;  // calls that returned non-zero
+  uint64_t bytes = 0;   // copies, memsets, allocations, collectives
+  // Calls made inside another traced call of their thread: the driver call a runtime call makes
+  // when both libraries are probed. Their time is inside that call's too.
+  uint64_t nested = 0;
   bool entry_only = false;  // recorded at entry only (trace --entry-only): `dur` is meaningless
 };
 

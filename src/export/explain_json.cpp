@@ -69,6 +69,7 @@ json ops_json(const std::vector<OpStats>& ops) {
          {"tail_ratio", round4(o.dur.tail_ratio())},
          {"errors", o.errors},
          {"bytes", o.bytes}});
+    if (o.nested > 0) a.back()["nested"] = o.nested;  // only where both layers were probed
     if (o.entry_only) {  // recorded at entry only (trace --entry-only): no durations, no returns
       for (const char* k :
            {"total_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "tail_ratio", "errors"})

@@ -90,8 +90,10 @@ void chain_block(std::ostringstream& os, const Chain& c, size_t rank) {
 // Where one thread's active span went, bucket by bucket: the numbers every chain draws from.
 void budget_block(std::ostringstream& os, const BudgetReport& b) {
   std::string who = b.process.label();
-  if (b.thread.tid != 0 && b.thread.tid != b.process.pid) who += ", thread " + b.thread.label();
-  else who += ", main thread";
+  if (b.thread.tid != 0 && b.thread.tid != b.process.pid)
+    who += ", thread " + b.thread.label();
+  else
+    who += ", main thread";
   const double span = static_cast<double>(std::max<int64_t>(b.span_ns, 1));
   os << "time budget  " << who << ", " << fmt_duration(b.span_ns) << " active from "
      << fmt_rel(b.first_ns) << "; no GPU work queued " << fmt_percent(b.idle_ns / span) << "\n";
@@ -108,8 +110,8 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
       if (!detail.empty()) detail += ", ";
       detail += name + " " + fmt_duration(ns);
     }
-    rows.push_back({std::string(bucket_label(l.bucket)), fmt_duration(l.ns),
-                    fmt_percent(l.ns / span)});
+    rows.push_back(
+        {std::string(bucket_label(l.bucket)), fmt_duration(l.ns), fmt_percent(l.ns / span)});
     details.push_back(detail);
   }
   std::istringstream lines(table(rows, "  "));
@@ -181,8 +183,24 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
     ++shown;
   }
   if (!r.stats.ops.empty()) {
+    // Calls made inside another traced call (a runtime call's own driver call) would list the
+    // same time twice: the table has the operations whose calls are mostly outer ones, and a
+    // note names the others (--json has every operation, with its nested count).
+    std::vector<OpStats> outer;
+    std::string inside;
+    for (const OpStats& o : r.stats.ops) {
+      if (o.nested * 2 < o.dur.count) {
+        outer.push_back(o);
+        continue;
+      }
+      inside += (inside.empty() ? "" : ", ") + o.name + " " + fmt_count(o.nested) +
+                (o.nested < o.dur.count ? " of " + fmt_count(o.dur.count) : "");
+    }
     os << "top GPU operations by total time\n";
-    os << table(op_rows(r.stats.ops, opt.top_ops), "  ");
+    os << table(op_rows(outer, opt.top_ops), "  ");
+    if (!inside.empty())
+      os << "  not listed, made inside the runtime's calls (their time is in those): " << inside
+         << "\n";
   }
   if (opt.per_process) {
     for (const ProcessStats& p : r.stats.processes) {

@@ -261,6 +261,35 @@ TEST(AnalysisDetectors, GpuIdleAtStartUpIsNamedAsSuch) {
   EXPECT_TRUE(said);
 }
 
+// With both the runtime and the driver probed (as on every real CUDA host), each runtime call
+// holds its own driver call. The operations table lists the outer calls and names the nested
+// ones in a note, rather than the same time twice; --json counts them per operation.
+TEST(AnalysisDetectors, DriverCallsInsideRuntimeCallsAreNotListedTwice) {
+  RowsBuilder b;
+  b.process(kTrainer, "python3");
+  for (double t = 0; t < 1'000; t += 10) {
+    b.call(kTrainer, kTrainer, "cudaLaunchKernel", t, 8 * kUs);
+    b.call(kTrainer, kTrainer, "cuLaunchKernel", t + 0.001, 6 * kUs);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 0.1, 5 * kMs);
+    b.call(kTrainer, kTrainer, "cuStreamSynchronize", t + 0.101, 4900 * kUs);
+  }
+  b.call(kTrainer, kTrainer, "cuLaunchKernel", 1'005, 6 * kUs);  // one direct driver launch
+  const Report r = analyze(b.build());
+  for (const OpStats& o : r.stats.ops) {
+    if (o.name == "cuStreamSynchronize") EXPECT_EQ(o.nested, 100u);
+    if (o.name == "cuLaunchKernel") EXPECT_EQ(o.nested, 100u);  // of 101
+    if (o.name.starts_with("cuda")) EXPECT_EQ(o.nested, 0u);
+  }
+  const std::string text = render::explain_text(r);
+  const std::string table = text.substr(text.find("top GPU operations"));
+  EXPECT_NE(table.find("  cudaStreamSynchronize"), std::string::npos) << table;
+  EXPECT_EQ(table.find("  cuStreamSynchronize "), std::string::npos) << table;
+  EXPECT_NE(table.find("not listed, made inside the runtime's calls (their time is in those): "
+                       "cuStreamSynchronize 100, cuLaunchKernel 100 of 101"),
+            std::string::npos)
+      << table;
+}
+
 TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");

@@ -265,6 +265,16 @@ __attribute__((noinline)) void log_metrics(uint64_t ns) { gwsim::burn_cpu_ns(ns)
 // Host work overlapping the GPU: collating the next batch.
 __attribute__((noinline)) void collate_batch(uint64_t ns) { gwsim::burn_cpu_ns(ns); }
 
+// The batch's upload, the forward pass and loss.item() (a 4-byte read-back: a sync): returns
+// when the read-back returned, from when the GPU has nothing of the step queued.
+uint64_t forward_and_read_loss(StepGpu& gpu, TrainerTruth& tt, uint64_t& readbacks) {
+  gpu.upload();
+  gpu.forward();
+  tt.sync_blocked_ns += gpu.read_loss();
+  ++readbacks;
+  return gwsim::now_ns();
+}
+
 // Two causes at once: a co-runner on the trainer's CPU, and loss.item() in every step, after
 // which the GPU waits for the host to log it and queue the backward pass.
 int contention_sync(const BudgetSettings& s) {
@@ -273,12 +283,8 @@ int contention_sync(const BudgetSettings& s) {
   uint64_t refill_ns = 0, readbacks = 0;
   const TrainerTruth t = run_trainer(s, s.cpu, [&](StepGpu& gpu, TrainerTruth& tt) {
     for (uint64_t i = 0; i < s.steps; ++i) {
-      gpu.upload();
-      gpu.forward();
-      tt.sync_blocked_ns += gpu.read_loss();
-      ++readbacks;
-      const uint64_t drained = gwsim::now_ns();  // the GPU has nothing queued from here ...
-      log_metrics(s.host_ns);
+      const uint64_t drained = forward_and_read_loss(gpu, tt, readbacks);
+      log_metrics(s.host_ns);                  // the GPU has nothing queued from `drained` ...
       refill_ns += gwsim::now_ns() - drained;  // ... until the backward pass is queued
       gpu.backward();
       collate_batch(s.prep_ns);
@@ -374,12 +380,8 @@ int autograd_handoff(const BudgetSettings& s) {
   uint64_t idle_ns = 0, handoff_wait_ns = 0, readbacks = 0;
   const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& g, TrainerTruth& tt) {
     for (uint64_t i = 0; i < s.steps; ++i) {
-      g.upload();
-      g.forward();
-      tt.sync_blocked_ns += g.read_loss();
-      ++readbacks;
-      const uint64_t drained = gwsim::now_ns();  // the GPU has nothing queued from here ...
-      log_metrics(s.host_ns);
+      const uint64_t drained = forward_and_read_loss(g, tt, readbacks);
+      log_metrics(s.host_ns);  // the GPU has nothing queued from `drained` ...
       const uint64_t w0 = gwsim::now_ns();
       std::unique_lock lk(m);
       gpu = &g;

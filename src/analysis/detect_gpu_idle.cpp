@@ -122,12 +122,38 @@ std::span<const Bucket> claimed_buckets(std::string_view kind) {
 void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains) {
   // Buckets claimed per thread by the chains found so far.
   std::map<uint32_t, std::set<Bucket>> claimed;
-  for (const Chain& c : chains)
+  // A window's cpu_contention names every thread (Context::window_part): only the most
+  // preempted one of each process would have a chain in one analysis.
+  // So does lock_wait: only the one that lost the most would.
+  std::map<uint32_t, const ThreadSummary*> worst;
+  std::map<uint32_t, const Chain*> most_blocked;
+  if (ctx.window_part) {
+    for (const ThreadSummary& t : ctx.joins.threads) {
+      const ThreadSummary*& w = worst[t.pid];
+      if (!w || ctx.budget(t)[Bucket::Runnable] > ctx.budget(*w)[Bucket::Runnable]) w = &t;
+    }
+    for (const Chain& c : chains) {
+      const Chain*& m = most_blocked[c.process.pid];
+      if (c.kind == "lock_wait" && (!m || c.lost_ns > m->lost_ns)) m = &c;
+    }
+  }
+  for (const Chain& c : chains) {
+    if (ctx.window_part && c.kind == "cpu_contention" && worst[c.process.pid] &&
+        worst[c.process.pid]->tid != c.thread.tid)
+      continue;
+    if (ctx.window_part && c.kind == "lock_wait" && most_blocked[c.process.pid] != &c) continue;
     for (Bucket b : claimed_buckets(c.kind)) claimed[c.thread.tid].insert(b);
+  }
   std::vector<Chain> found;
   // Only the thread that queues a process's GPU work knows when that queue is empty.
   std::set<uint32_t> pids;
   for (const ThreadSummary& t : ctx.joins.threads) pids.insert(t.pid);
+  if (ctx.window_part) {
+    for (const ThreadSummary& t : ctx.joins.threads) {
+      if (t.launches > 0 && t.span_ns() > 0) one_thread(ctx, t, claimed[t.tid], found);
+    }
+    pids.clear();
+  }
   for (uint32_t pid : pids) {
     const ThreadSummary* t = ctx.dispatch_thread(pid);
     if (!t || t->launches == 0 || t->span_ns() <= 0) continue;

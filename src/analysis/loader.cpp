@@ -532,7 +532,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // A batch holds only some of the --pid processes, and may hold none with calls in the window:
   // explain_file judges the pids over all batches.
   if (!opt.batch.empty()) {
-    if (rows.calls.empty()) {
+    if (rows.calls.empty() && !opt.window_part) {
       prepare_rows(rows);
       return rows;
     }
@@ -545,7 +545,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       }
     }
   }
-  if (rows.calls.empty()) {
+  if (rows.calls.empty() && !opt.window_part) {
     const std::string list = pid_list(db);
     if (list.empty()) {
       return Error{"this trace has no GPU API calls",
@@ -556,6 +556,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                      fmt_rel(rows.window.trace_end_ns - rows.window.trace_start_ns),
                  2};
   }
+  if (opt.window_part) gpu_pids.insert(opt.batch.begin(), opt.batch.end());
   auto keep = [&](uint32_t pid) { return gpu_pids.count(pid) > 0; };
 
   // The chunks before the window are decoded for their few allocations and frees.
@@ -574,10 +575,19 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   rows.memory_calls.insert(rows.memory_calls.end(), window_memory.begin(), window_memory.end());
   timer.lap("allocations before the window");
 
-  // Interval events overlapping the window, for the processes that made GPU calls.
-  auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur) {
+  // Interval events overlapping the window, for the processes that made GPU calls. A window of a
+  // longer analysis: a thread's run on to its span's end, its next call (span_ends).
+  rows.span_ends = opt.span_ends;
+  int64_t ev_to = to;
+  for (const auto& [tid, end] : opt.span_ends) ev_to = std::max(ev_to, end);
+  auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur,
+                      uint32_t tid = UINT32_MAX) {
     const int64_t t = k.value(ts, r);
-    return t < to && t + k.value(dur, r) > from;
+    if (t + k.value(dur, r) <= from) return false;
+    if (t < to) return true;
+    if (tid == UINT32_MAX || opt.span_ends.empty()) return tid == UINT32_MAX && t < ev_to;
+    const auto end = opt.span_ends.find(static_cast<uint32_t>(k.value(tid, r)));
+    return end != opt.span_ends.end() && t < end->second;
   };
   Columns oc{store::find_chunked_table("offcpu")};
   const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
@@ -587,11 +597,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
                  o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"];
   st = scan_chunks(
-      pool, oc, from, to, Keep::Most,
+      pool, oc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         OffCpuRow o;
         o.pid = static_cast<uint32_t>(k.value(o_pid, r));
-        if (!keep(o.pid) || !overlaps(k, r, o_ts, o_dur)) return;
+        if (!keep(o.pid) || !overlaps(k, r, o_ts, o_dur, o_tid)) return;
         o.ts = k.value(o_ts, r);
         o.dur = k.value(o_dur, r);
         o.runq = std::clamp<int64_t>(k.value(o_runq, r), 0, o.dur);
@@ -635,10 +645,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
                  s_nr = sc["nr"], s_ret = sc["ret"], s_req = sc["request"];
   st = scan_chunks(
-      pool, sc, from, to, Keep::Most,
+      pool, sc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
-        if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, s_ts, s_dur, s_tid)) return;
         out.push_back({k.value(s_ts, r), k.value(s_dur, r), pid,
                        static_cast<uint32_t>(k.value(s_tid, r)),
                        static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r),
@@ -656,10 +666,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
   st = scan_chunks(
-      pool, bc, from, to, Keep::Most,
+      pool, bc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
-        if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, b_ts, b_dur, b_tid)) return;
         out.push_back(
             {k.value(b_ts, r), k.value(b_dur, r), pid, static_cast<uint32_t>(k.value(b_tid, r)),
              static_cast<uint64_t>(k.value(b_bytes, r)), static_cast<uint32_t>(k.value(b_op, r)),
@@ -671,10 +681,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
                  r_n = rc["nr_reclaimed"];
   st = scan_chunks(
-      pool, rc, from, to, Keep::Most,
+      pool, rc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
-        if (!keep(pid) || !overlaps(k, r, r_ts, r_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, r_ts, r_dur, r_tid)) return;
         out.push_back({k.value(r_ts, r), k.value(r_dur, r), pid,
                        static_cast<uint32_t>(k.value(r_tid, r)),
                        static_cast<uint64_t>(k.value(r_n, r))});
@@ -687,10 +697,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
                    c_cpy = cc["py_stack"];
     st = scan_chunks(
-        pool, cc, from, to, Keep::Most,
+        pool, cc, from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
-          if (!overlaps(k, r, c_ts, c_dur)) return;  // other processes' are split off below
+          if (!overlaps(k, r, c_ts, c_dur, c_tid)) return;  // other processes' are split off below
           CpuSampleRow s;
           s.ts = k.value(c_ts, r);
           s.dur = k.value(c_dur, r);
@@ -718,7 +728,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const uint32_t u_ts = rc["ts"], u_dur = rc["dur"], u_cpu = rc["cpu"], u_pid = rc["pid"],
                    u_tid = rc["tid"], u_comm = rc["comm"];
     st = scan_chunks(
-        pool, rc, from, to, Keep::Most,
+        pool, rc, from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           if (!overlaps(k, r, u_ts, u_dur)) return;
           CpuRunRow u;
@@ -742,11 +752,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const uint32_t m_ts = mc["ts"], m_pid = mc["pid"], m_tid = mc["tid"], m_from = mc["from_cpu"],
                    m_to = mc["to_cpu"];
     st = scan_chunks(
-        pool, mc, first_wait, to, Keep::Most,
+        pool, mc, first_wait, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(m_pid, r));
           const int64_t ts = k.value(m_ts, r);
-          if (!keep(pid) || ts < first_wait || ts >= to) return;
+          if (!keep(pid) || ts < first_wait || ts >= ev_to) return;
           out.push_back({ts, pid, static_cast<uint32_t>(k.value(m_tid, r)),
                          static_cast<uint16_t>(k.value(m_from, r)),
                          static_cast<uint16_t>(k.value(m_to, r))});

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/rows.hpp"
@@ -24,6 +25,12 @@ struct LoadOptions {
   // One batch of a batched analysis (explain_batched.hpp): only these processes' rows are read,
   // and a batch without calls in the window is no error (its rows come back empty).
   std::vector<uint32_t> batch;
+  // One time window of a longer analysis: per thread, where its span ends after the window (its
+  // next call; TraceRows::span_ends). Its interval events are read up to there as well.
+  std::unordered_map<uint32_t, int64_t> span_ends;
+  // One time window of a longer analysis: the interval events of every process of the batch are
+  // read, also one without calls in this window (their counts add up to the whole window's).
+  bool window_part = false;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

@@ -407,13 +407,16 @@ std::set<uint32_t> most_preempted(const std::vector<BudgetReport>& budgets) {
 std::vector<Chain> merge_chains(std::vector<Report>& windows,
                                 const std::vector<BudgetReport>& budgets,
                                 const std::set<uint32_t>& dispatch,
-                                const std::set<uint32_t>& dropped_pids) {
+                                const std::set<uint32_t>& dropped_pids, const Thresholds& th) {
   const std::set<uint32_t> preempted = most_preempted(budgets);
   using Key = std::tuple<std::string, uint32_t, uint32_t, int64_t>;
   struct Sum {
     Chain best;
     int64_t lost = 0, span = 0, first = -1, last = -1;
     size_t seen = 0;
+    // Chains merged whatever their window's culprit: each culprit's time as the window's top
+    // one (culprit_share of the time lost), to name it when it dominates the sum.
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<Task, double>> culprits;
   };
   std::map<Key, Sum> sums;
   std::vector<Key> order;
@@ -439,6 +442,14 @@ std::vector<Chain> merge_chains(std::vector<Report>& windows,
       ++s.seen;
       if (c.first_ns >= 0) s.first = s.first < 0 ? c.first_ns : std::min(s.first, c.first_ns);
       s.last = std::max(s.last, c.last_ns);
+      if (culprit < 0 && c.culprit) {
+        double share = 0;
+        for (const auto& [name, v] : c.metrics)
+          if (name == "culprit_share") share = v;
+        auto& [task, ns] = s.culprits[{c.culprit->pid, c.culprit->tid}];
+        task = *c.culprit;
+        ns += share * static_cast<double>(c.lost_ns);
+      }
       if (fresh || c.lost_ns > s.best.lost_ns) s.best = std::move(c);
     }
   }
@@ -464,6 +475,11 @@ std::vector<Chain> merge_chains(std::vector<Report>& windows,
     c.span_ns = c.thread.tid != 0 && span != spans.end() ? span->second : s.span;
     c.first_ns = s.first;
     c.last_ns = s.last;
+    if (c.kind == "cpu_contention" || c.kind == "lock_wait") {
+      c.culprit.reset();  // named when it dominates the whole (Thresholds::dominant)
+      for (const auto& [id, v] : s.culprits)
+        if (v.second >= th.dominant * static_cast<double>(c.lost_ns)) c.culprit = v.first;
+    }
     replace_first(c.summary, share_was, fmt_percent(c.share()));
     replace_first(c.summary, lost_was, fmt_duration(c.lost_ns));
     if (windows.size() > 1)
@@ -599,7 +615,8 @@ Report merge_windows(std::vector<Report> windows, const TimeWindow& whole, const
   for (const RateSeries& s : r.stats.rates)
     if (s.drop.found) dropped.insert(s.pid);
   r.chains =
-      rank_chains(merge_chains(windows, r.budgets, dispatch_threads(r.stats.processes), dropped),
+      rank_chains(merge_chains(windows, r.budgets, dispatch_threads(r.stats.processes), dropped,
+                               th),
                   th, r.trace.window.duration());
   std::set<std::pair<uint32_t, uint32_t>> named;
   for (const Chain& c : r.chains) named.insert({c.process.pid, c.thread.tid});

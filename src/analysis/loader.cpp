@@ -727,10 +727,16 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     Columns rc{store::find_chunked_table("cpu_runs")};
     const uint32_t u_ts = rc["ts"], u_dur = rc["dur"], u_cpu = rc["cpu"], u_pid = rc["pid"],
                    u_tid = rc["tid"], u_comm = rc["comm"];
+    // A window of a longer analysis: from the earliest run-queue wait a loaded interval holds,
+    // as one analysis of the whole window would have them for a wait crossing into this one.
+    int64_t runs_from = from;
+    if (opt.window_part)
+      for (const OffCpuRow& o : rows.offcpu) runs_from = std::min(runs_from, o.end() - o.runq);
     st = scan_chunks(
-        pool, rc, from, ev_to, Keep::Most,
+        pool, rc, runs_from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
-          if (!overlaps(k, r, u_ts, u_dur)) return;
+          const int64_t t = k.value(u_ts, r);
+          if (t >= ev_to || t + k.value(u_dur, r) <= runs_from) return;
           CpuRunRow u;
           u.ts = k.value(u_ts, r);
           u.dur = k.value(u_dur, r);

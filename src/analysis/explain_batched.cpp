@@ -681,8 +681,10 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
       return (i > 0 && plan->groups[i - 1] == g) ||
              (i + 1 < plan->batches.size() && plan->groups[i + 1] == g);
     };
-    auto load = [&](size_t i) -> Result<TraceRows> {
+    using Memory = std::shared_ptr<const LoadOptions::MemoryCalls>;
+    auto load = [&](size_t i, Memory memory) -> Result<TraceRows> {
       LoadOptions o = opt;
+      o.memory_before = std::move(memory);
       o.batch = plan->batches[i];
       const Slice& sl = plan->slices[i];
       o.window_part = windowed(i);
@@ -712,11 +714,22 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
       windows.clear();
       carried = {};
     };
-    std::future<Result<TraceRows>> next = std::async(std::launch::async, load, 0);
+    std::future<Result<TraceRows>> next = std::async(std::launch::async, load, 0, Memory{});
     for (size_t i = 0; i < plan->batches.size(); ++i) {
       auto rows = next.get();
       if (!rows) return rows.error();
-      if (i + 1 < plan->batches.size()) next = std::async(std::launch::async, load, i + 1);
+      if (i + 1 < plan->batches.size()) {
+        // The next window of these processes starts where this one ends: its allocations
+        // before it are this one's (all of memory_calls is before the window's end).
+        Memory memory;
+        if (plan->groups[i + 1] == plan->groups[i] && windowed(i)) {
+          auto m = std::make_shared<LoadOptions::MemoryCalls>();
+          m->calls = rows->memory_calls;
+          for (const CallRow& c : rows->memory_calls) m->ext.push_back(rows->ext(c));
+          memory = std::move(m);
+        }
+        next = std::async(std::launch::async, load, i + 1, std::move(memory));
+      }
       if (i > 0 && plan->groups[i] != plan->groups[i - 1]) end_group();
       // Every batch starts with the window's start: as the loader set it (a flight recorder's
       // file may start later than asked).

@@ -560,18 +560,29 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   auto keep = [&](uint32_t pid) { return gpu_pids.count(pid) > 0; };
 
   // The chunks before the window are decoded for their few allocations and frees.
-  PendingExt early_ext(pool.size());
-  st = scan_chunks(
-      pool, ac, INT64_MIN, from, Keep::Few,
-      [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
-        if (k.value(c_ts, r) >= from || !memory_api(static_cast<uint16_t>(k.value(c_api, r))) ||
-            !keep(static_cast<uint32_t>(k.value(c_pid, r))))
-          return;
-        keep_call(k, r, out, early_ext);
-      },
-      rows.memory_calls, &part_start, only);
-  if (!st) return st.error();
-  early_ext.attach(rows.memory_calls, part_start, rows);
+  if (opt.memory_before) {  // the previous window's (LoadOptions::memory_before)
+    const LoadOptions::MemoryCalls& m = *opt.memory_before;
+    rows.memory_calls.reserve(m.calls.size() + window_memory.size());
+    for (size_t i = 0; i < m.calls.size(); ++i) {
+      CallRow c = m.calls[i];
+      c.ext = kNoExt;
+      if (!m.ext[i].empty()) rows.set_ext(c, m.ext[i]);
+      rows.memory_calls.push_back(c);
+    }
+  } else {
+    PendingExt early_ext(pool.size());
+    st = scan_chunks(
+        pool, ac, INT64_MIN, from, Keep::Few,
+        [&](const store::Chunk& k, uint32_t r, PartRows<CallRow>& out) {
+          if (k.value(c_ts, r) >= from || !memory_api(static_cast<uint16_t>(k.value(c_api, r))) ||
+              !keep(static_cast<uint32_t>(k.value(c_pid, r))))
+            return;
+          keep_call(k, r, out, early_ext);
+        },
+        rows.memory_calls, &part_start, only);
+    if (!st) return st.error();
+    early_ext.attach(rows.memory_calls, part_start, rows);
+  }
   rows.memory_calls.insert(rows.memory_calls.end(), window_memory.begin(), window_memory.end());
   timer.lap("allocations before the window");
 

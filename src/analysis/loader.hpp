@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct LoadOptions {
   // One time window of a longer analysis: the interval events of every process of the batch are
   // read, also one without calls in this window (their counts add up to the whole window's).
   bool window_part = false;
+  // The next window of the same processes: the previous window's memory_calls (with their
+  // CallExt), all before this window, instead of decoding every chunk before it again.
+  struct MemoryCalls {
+    std::vector<CallRow> calls;
+    std::vector<CallExt> ext;  // one per call (empty when it had none)
+  };
+  std::shared_ptr<const MemoryCalls> memory_before;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

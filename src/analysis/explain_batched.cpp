@@ -614,10 +614,9 @@ Report merge_windows(std::vector<Report> windows, const TimeWindow& whole, const
   std::set<uint32_t> dropped;
   for (const RateSeries& s : r.stats.rates)
     if (s.drop.found) dropped.insert(s.pid);
-  r.chains =
-      rank_chains(merge_chains(windows, r.budgets, dispatch_threads(r.stats.processes), dropped,
-                               th),
-                  th, r.trace.window.duration());
+  r.chains = rank_chains(
+      merge_chains(windows, r.budgets, dispatch_threads(r.stats.processes), dropped, th), th,
+      r.trace.window.duration());
   std::set<std::pair<uint32_t, uint32_t>> named;
   for (const Chain& c : r.chains) named.insert({c.process.pid, c.thread.tid});
   for (BudgetReport& b : r.budgets) b.in_chain = named.count({b.process.pid, b.thread.tid}) > 0;

@@ -328,8 +328,14 @@ std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, co
   };
   std::vector<Drain> drains;
   int64_t clip = 0;
+  // In a window of a longer analysis (TraceRows::span_ends) the calls after the window are not
+  // here: a stretch still open at its end closes at the first thread's next call, as one
+  // analysis of the whole would close it at the next enqueue of any of them.
+  int64_t next_call = std::numeric_limits<int64_t>::max();
   for (const ThreadSummary* t : threads) {
     clip = std::max(clip, t->last_ns);
+    if (auto it = rows.span_ends.find(t->tid); it != rows.span_ends.end())
+      next_call = std::min(next_call, it->second);
     for (size_t i = t->call_begin; i < t->call_end; ++i) {
       const CallRow& c = rows.calls[i];
       if (!j.nested[i] && (flags[c.api] & ApiFlags::kDrains))
@@ -360,7 +366,8 @@ std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, co
     const Drain& dr = drains[d];
     const Key fill = next_enqueue(dr.key);
     if (fill.first == std::numeric_limits<int64_t>::max()) {  // empty to the end
-      if (dr.end < clip) out.push_back({dr.end, clip, 0});
+      const int64_t end = std::min(clip, next_call);
+      if (dr.end < end) out.push_back({dr.end, end, 0});
       break;
     }
     // A drain that ended inside a later call (overlapping calls) makes no piece.

@@ -73,7 +73,8 @@ Split split_holders(const Context& ctx, const ThreadSummary& t) {
 void one_thread(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& out) {
   const Split sp = split_holders(ctx, t);
   // Waiting to run after a wake-up, behind a busy CPU, is contention too, preempted or not.
-  if (sp.counted.empty() || sp.lost < ctx.th.low_share * t.span_ns()) return;
+  // In a window of a longer analysis every share counts: the windows are added up first.
+  if (sp.counted.empty() || (!ctx.window_part && sp.lost < ctx.th.low_share * t.span_ns())) return;
   const int64_t lost = sp.lost;
   const Culprit& top = sp.counted.front();
   const bool dominant = top.ns >= ctx.th.dominant * static_cast<double>(lost);
@@ -212,6 +213,10 @@ void detect_cpu_contention(const Context& ctx, std::vector<Chain>& out) {
   // One chain per process: its most preempted GPU thread (threads lose time in parallel, so
   // adding them up would overstate the wall time lost).
   std::map<uint32_t, const ThreadSummary*> worst;
+  if (ctx.window_part) {  // which thread is the worst is decided once the windows are added up
+    for (const ThreadSummary& t : ctx.joins.threads) one_thread(ctx, t, out);
+    return;
+  }
   for (const ThreadSummary& t : ctx.joins.threads) {
     const ThreadSummary*& w = worst[t.pid];
     if (!w || ctx.budget(t)[Bucket::Runnable] > ctx.budget(*w)[Bucket::Runnable]) w = &t;

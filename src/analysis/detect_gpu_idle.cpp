@@ -197,7 +197,26 @@ std::span<const Bucket> claimed_buckets(std::string_view kind) {
 void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains) {
   // Buckets claimed per thread by the chains found so far.
   std::map<uint32_t, Claims> claimed;
+  // A window's cpu_contention names every thread (Context::window_part): only the most
+  // preempted one of each process would have a chain in one analysis.
+  // So does lock_wait: only the one that lost the most would.
+  std::map<uint32_t, const ThreadSummary*> worst;
+  std::map<uint32_t, const Chain*> most_blocked;
+  if (ctx.window_part) {
+    for (const ThreadSummary& t : ctx.joins.threads) {
+      const ThreadSummary*& w = worst[t.pid];
+      if (!w || ctx.budget(t)[Bucket::Runnable] > ctx.budget(*w)[Bucket::Runnable]) w = &t;
+    }
+    for (const Chain& c : chains) {
+      const Chain*& m = most_blocked[c.process.pid];
+      if (c.kind == "lock_wait" && (!m || c.lost_ns > m->lost_ns)) m = &c;
+    }
+  }
   for (const Chain& c : chains) {
+    if (ctx.window_part && c.kind == "cpu_contention" && worst[c.process.pid] &&
+        worst[c.process.pid]->tid != c.thread.tid)
+      continue;
+    if (ctx.window_part && c.kind == "lock_wait" && most_blocked[c.process.pid] != &c) continue;
     Claims& cl = claimed[c.thread.tid];
     for (Bucket b : claimed_buckets(c.kind)) cl.buckets.insert(b);
     if (c.kind == "hidden_sync") cl.refill_drawn += c.lost_ns;
@@ -205,13 +224,18 @@ void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains) {
   // One chain per process: the GPU-idle time is the process's (budget.cpp), seen by each of its
   // GPU threads over its own span. The thread that leaves most of it unexplained is the one to
   // name: the one that syncs and refills, not a worker that waits for it (PyTorch's autograd
-  // thread launches more kernels than the main thread but never drains the queue).
+  // thread launches more kernels than the main thread but never drains the queue). A window of
+  // a longer analysis names every thread: the merge keeps the one with the most in all.
   std::map<uint32_t, Chain> best;
   for (const ThreadSummary& t : ctx.joins.threads) {
     if (t.span_ns() <= 0) continue;
     std::vector<Chain> one;
     one_thread(ctx, t, claimed[t.tid], one);
     if (one.empty()) continue;
+    if (ctx.window_part) {
+      chains.push_back(std::move(one.front()));
+      continue;
+    }
     auto [it, fresh] = best.try_emplace(t.pid, std::move(one.front()));
     if (!fresh && one.front().lost_ns > it->second.lost_ns) it->second = std::move(one.front());
   }

@@ -162,6 +162,10 @@ void detect_lock_wait(const Context& ctx, std::vector<Chain>& out) {
   for (const ThreadSummary& t : ctx.joins.threads) {
     SiblingWaits w = sibling_waits(ctx, t);
     if (w.ns <= 0) continue;
+    if (ctx.window_part) {  // the most affected thread is decided once the windows are added up
+      one_thread(ctx, w, out);
+      continue;
+    }
     SiblingWaits& cur = worst[t.pid];
     if (w.ns > cur.ns) cur = std::move(w);
   }

@@ -49,6 +49,13 @@ struct Context {
   const Thresholds& th;
   // One per joins.threads entry, same order (budget.hpp): what every chain draws its time from.
   const std::vector<ThreadBudget>& budgets;
+  // One time window of a longer analysis (analyze_window_part): which thread dispatches a
+  // process's work is decided once the windows are added up, so gpu_idle looks at every thread
+  // that launched work (the merge keeps the dispatch thread's), and cpu_contention at every
+  // thread, whatever its share, and lock_wait at every blocked thread (the merge keeps each
+  // process's most preempted and most blocked one; gpu_idle counts as claimed only the window's
+  // most preempted and most blocked thread's).
+  bool window_part = false;
 
   const ThreadBudget& budget(const ThreadSummary& t) const {
     return budgets[static_cast<size_t>(&t - joins.threads.data())];

@@ -2,6 +2,7 @@
 #include "analysis/explain.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <set>
@@ -53,7 +54,9 @@ std::string verdict_for(const Report& r) {
          "; minor findings below";
 }
 
-std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<Chain>& chains) {
+// `top`: how many tasks and syscalls a line names (all, for a window of a longer analysis).
+std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<Chain>& chains,
+                                         size_t top) {
   std::set<uint32_t> named;
   for (const Chain& c : chains) named.insert(c.thread.tid);
   std::vector<BudgetReport> out;
@@ -74,13 +77,13 @@ std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<C
       line.bucket = static_cast<Bucket>(i);
       line.ns = b.ns[i];
       line.idle_ns = b.idle_ns[i];
-      for (size_t j = 0; j < b.by_task[i].size() && j < 3; ++j) {
+      for (size_t j = 0; j < b.by_task[i].size() && j < top; ++j) {
         const Culprit& c = b.by_task[i][j];
         // Holders of another process by process; wakers and own threads by thread.
         const bool as_thread = c.pid == t.pid || line.bucket != Bucket::Runnable;
         line.tasks.emplace_back(ctx.other(c.pid, c.tid, c.comm, as_thread), c.ns);
       }
-      for (size_t j = 0; j < b.by_syscall[i].size() && j < 3; ++j)
+      for (size_t j = 0; j < b.by_syscall[i].size() && j < top; ++j)
         line.syscalls.emplace_back(ctx.rows.syscall_name(b.by_syscall[i][j].first),
                                    b.by_syscall[i][j].second);
       r.lines.push_back(std::move(line));
@@ -375,7 +378,9 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
   return out;
 }
 
-Report analyze(TraceRows rows, const Thresholds& th) {
+namespace {
+// `part`: one window of a longer analysis (analyze_window_part).
+Report analyze_rows(TraceRows rows, const Thresholds& th, bool part) {
   PhaseTimer timer("analyze");
   prepare_rows(rows);
   timer.lap("prepare");
@@ -386,18 +391,32 @@ Report analyze(TraceRows rows, const Thresholds& th) {
   timer.lap("stats");
   const std::vector<ThreadBudget> budgets = compute_budgets(rows, joins, th.small_copy_bytes);
   timer.lap("budgets");
-  const Context ctx{rows, joins, r.stats, th, budgets};
+  const Context ctx{rows, joins, r.stats, th, budgets, part};
   r.trace = trace_info(rows, joins);
   r.caveats = caveats_for(rows);
   std::vector<Chain> found = run_detectors(ctx);
   // GPU-idle time is what is left of the budgets once every other chain has drawn its share.
   detect_gpu_idle(ctx, found);
   drops_take_what_is_left(found);
+  if (part) {
+    r.chains = std::move(found);
+    r.budgets = budget_reports(ctx, r.chains, SIZE_MAX);
+    return r;
+  }
   r.chains = rank_chains(std::move(found), th, rows.window.duration());
-  r.budgets = budget_reports(ctx, r.chains);
+  r.budgets = budget_reports(ctx, r.chains, 3);
   timer.lap("detectors");
   set_verdict(r);
   return r;
+}
+}  // namespace
+
+Report analyze(TraceRows rows, const Thresholds& th) {
+  return analyze_rows(std::move(rows), th, false);
+}
+
+Report analyze_window_part(TraceRows rows, const Thresholds& th) {
+  return analyze_rows(std::move(rows), th, true);
 }
 
 }  // namespace gpuwhy::analysis

@@ -72,6 +72,11 @@ struct Report {
 // Runs the joins, statistics and every registered detector; ranks and grades the chains.
 Report analyze(TraceRows rows, const Thresholds& th = {});
 
+// One time window of a longer analysis (explain_batched.hpp): the detectors' chains as found,
+// not graded, ranked or dropped (that needs the whole window), and budgets naming every task and
+// syscall (the top 3 are kept once the windows are added up).
+Report analyze_window_part(TraceRows rows, const Thresholds& th = {});
+
 // The pieces, for tests and tools that need them separately.
 Severity grade(double share, const Thresholds& th);
 std::vector<Chain> run_detectors(const Context& ctx);

@@ -14,7 +14,10 @@
 //   was called in more than one batch: then they are the floor of the exact value's histogram
 //   bucket, at most 1/128 (0.8%) below it. Counts, totals, maxima, and every per-process and
 //   per-thread figure stay exact.
-// A process bigger than the batch is a batch on its own: memory is then that process's.
+// A process (or the NCCL job) bigger than the batch is cut into consecutive time windows of
+// about the batch's rows (from the chunk index), each analysed alone and the windows added up
+// per thread (merge_windows): what can differ from one analysis is in docs/explain.md,
+// "Explaining in windows".
 #pragma once
 
 #include <sqlite3.h>
@@ -36,14 +39,25 @@ namespace gpuwhy::analysis {
 // while one is analysed): 8 M rows keep explain well under 1 GiB resident.
 inline constexpr uint64_t kDefaultBatchRows = 8'000'000;
 
+// A time window of one batch, wall ns [from_ns, to_ns); {0, 0}: the whole window explained.
+struct Slice {
+  int64_t from_ns = 0, to_ns = 0;
+  bool whole() const { return from_ns == 0 && to_ns == 0; }
+};
+
 struct BatchPlan {
   std::vector<std::vector<uint32_t>> batches;  // pids, ascending within a batch
+  // Per batch: its time window, and its group; the windows of one group (the same pids) are
+  // consecutive batches, in time order, and add up to the whole window.
+  std::vector<Slice> slices;
+  std::vector<uint32_t> groups;
   uint64_t rows = 0;  // rows of the window's api_calls and offcpu chunks, all batches
 };
 
 // Splits the processes with calls in the window (those of opt.pids only, when given) into
 // batches of at most `max_rows` rows of the window's api_calls and offcpu chunks (from the chunk
-// index: nothing is decoded). One batch when everything fits.
+// index: nothing is decoded). One batch when everything fits. A process or NCCL job over
+// `max_rows` is cut into time windows at chunk starts, each of about `max_rows` rows.
 Result<BatchPlan> plan_batches(sqlite3* db, const LoadOptions& opt, uint64_t max_rows);
 
 // explain's analysis of one file: load_trace + analyze when the window fits in one batch (the
@@ -55,5 +69,10 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
 // ordered as one analysis orders them, statistics added up. Caveats are the caller's
 // (caveats_for on the rows' shared part).
 Report merge_reports(std::vector<Report> parts, const Thresholds& th);
+
+// The report of one group of processes from the reports of its consecutive time windows
+// (analyze_window_part): per thread, budgets added up; chains of the same kind, thread and
+// culprit added up, then graded and ranked against `whole`; statistics added up.
+Report merge_windows(std::vector<Report> windows, const TimeWindow& whole, const Thresholds& th);
 
 }  // namespace gpuwhy::analysis

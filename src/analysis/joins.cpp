@@ -259,7 +259,10 @@ Joins compute_joins(const TraceRows& rows) {
     int64_t last = rows.calls[i].end();
     // The unions are cut at the span's end, last_ns, known only after the loop: cutting at the
     // window's end is the same, since last_ns is that or the latest call end, whichever is first.
-    const int64_t cut = std::max(rows.window.end_ns, t.first_ns);
+    // A window of a longer analysis: the span runs on to the thread's next call (span_ends).
+    const auto cont = rows.span_ends.find(t.tid);
+    const int64_t end_at = cont != rows.span_ends.end() ? cont->second : rows.window.end_ns;
+    const int64_t cut = std::max(end_at, t.first_ns);
     UnionLength calls, waits;
     uint32_t queued = 0;
     for (; i < runs[k].second; ++i) {
@@ -276,7 +279,7 @@ Joins compute_joins(const TraceRows& rows) {
       if (enqueues_work(m)) ++queued;
     }
     t.call_end = i;
-    t.last_ns = std::max(std::min(last, rows.window.end_ns), t.first_ns);
+    t.last_ns = cont != rows.span_ends.end() ? cut : std::max(std::min(last, end_at), t.first_ns);
     t.api_ns = calls.total();
     t.waiting_api_ns = waits.total();
     auto [ob, oe] = Joins::range(j.offcpu, t.tid);

@@ -553,7 +553,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // A batch holds only some of the --pid processes, and may hold none with calls in the window:
   // explain_file judges the pids over all batches.
   if (!opt.batch.empty()) {
-    if (rows.calls.empty()) {
+    if (rows.calls.empty() && !opt.window_part) {
       prepare_rows(rows);
       return rows;
     }
@@ -566,7 +566,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       }
     }
   }
-  if (rows.calls.empty()) {
+  if (rows.calls.empty() && !opt.window_part) {
     const std::string list = pid_list(db);
     if (list.empty()) {
       return Error{"this trace has no GPU API calls",
@@ -577,31 +577,57 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                      fmt_rel(rows.window.trace_end_ns - rows.window.trace_start_ns),
                  2};
   }
+  if (opt.window_part) gpu_pids.insert(opt.batch.begin(), opt.batch.end());
   auto keep = [&](uint32_t pid) { return gpu_pids.count(pid) > 0; };
 
   // The chunks before the window are decoded for their few allocations and frees.
-  PendingExt early_ext(pool.size());
-  st = scan_chunks(
-      pool, ac, INT64_MIN, from, Keep::Few,
-      [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
-        const CallColumns k = columns_of(chunk);
-        for (uint32_t r = 0; r < chunk.rows; ++r) {
-          if (k.ts[r] >= from || !memory_api(static_cast<uint16_t>(k.api[r])) ||
-              !keep(static_cast<uint32_t>(k.pid[r])))
-            continue;
-          keep_call(k, r, out, early_ext);
-        }
-      },
-      rows.memory_calls, &part_start, only);
-  if (!st) return st.error();
-  early_ext.attach(rows.memory_calls, part_start, rows);
+  if (opt.memory_before) {  // the previous window's (LoadOptions::memory_before)
+    const LoadOptions::MemoryCalls& m = *opt.memory_before;
+    rows.memory_calls.reserve(m.calls.size() + window_memory.size());
+    for (size_t i = 0; i < m.calls.size(); ++i) {
+      CallRow c = m.calls[i];
+      c.ext = kNoExt;
+      if (!m.ext[i].empty()) rows.set_ext(c, m.ext[i]);
+      rows.memory_calls.push_back(c);
+    }
+  } else {
+    PendingExt early_ext(pool.size());
+    st = scan_chunks(
+        pool, ac, INT64_MIN, from, Keep::Few,
+        [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
+          const CallColumns k = columns_of(chunk);
+          for (uint32_t r = 0; r < chunk.rows; ++r) {
+            if (k.ts[r] >= from || !memory_api(static_cast<uint16_t>(k.api[r])) ||
+                !keep(static_cast<uint32_t>(k.pid[r])))
+              continue;
+            keep_call(k, r, out, early_ext);
+          }
+        },
+        rows.memory_calls, &part_start, only);
+    if (!st) return st.error();
+    early_ext.attach(rows.memory_calls, part_start, rows);
+  }
   rows.memory_calls.insert(rows.memory_calls.end(), window_memory.begin(), window_memory.end());
   timer.lap("allocations before the window");
 
-  // Interval events overlapping the window, for the processes that made GPU calls.
-  auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur) {
-    const int64_t t = k.value(ts, r);
-    return t < to && t + k.value(dur, r) > from;
+  // Interval events overlapping the window, for the processes that made GPU calls. A window of a
+  // longer analysis: a thread's run on to its span's end, its next call (span_ends).
+  rows.span_ends = opt.span_ends;
+  int64_t ev_to = to;
+  for (const auto& [tid, end] : opt.span_ends) ev_to = std::max(ev_to, end);
+  // [t, t + dur) of thread `tid` (-1: a row of no one thread) overlaps the window or, in a window
+  // of a longer analysis, runs on before its thread's span ends.
+  auto interval_kept = [&](int64_t t, int64_t dur, int64_t tid) {
+    if (t + dur <= from) return false;
+    if (t < to) return true;
+    if (tid < 0 || opt.span_ends.empty()) return tid < 0 && t < ev_to;
+    const auto end = opt.span_ends.find(static_cast<uint32_t>(tid));
+    return end != opt.span_ends.end() && t < end->second;
+  };
+  auto overlaps = [&](const store::Chunk& k, uint32_t r, uint32_t ts, uint32_t dur,
+                      uint32_t tid = UINT32_MAX) {
+    return interval_kept(k.value(ts, r), k.value(dur, r),
+                         tid == UINT32_MAX ? int64_t{-1} : k.value(tid, r));
   };
   Columns oc{store::find_chunked_table("offcpu")};
   const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
@@ -613,7 +639,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // Read as arrays once per chunk, like the calls; a chunk holds one thread's rows or a few,
   // so whether its process is kept is asked once per run of one pid, not per row.
   st = scan_chunks(
-      pool, oc, from, to, Keep::Most,
+      pool, oc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, PartRows<OffCpuRow>& out) {
         const int64_t *ts = k.values_of(o_ts), *dur = k.values_of(o_dur),
                       *runq = k.values_of(o_runq), *pid = k.values_of(o_pid),
@@ -634,7 +660,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
             last_pid = pid[r];
             last_kept = keep(static_cast<uint32_t>(pid[r]));
           }
-          if (!last_kept || ts[r] >= to || ts[r] + dur[r] <= from) continue;
+          if (!last_kept || !interval_kept(ts[r], dur[r], tid[r])) continue;
           OffCpuRow o;
           o.pid = static_cast<uint32_t>(pid[r]);
           o.ts = ts[r];
@@ -681,10 +707,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
                  s_nr = sc["nr"], s_ret = sc["ret"], s_req = sc["request"];
   st = scan_chunks(
-      pool, sc, from, to, Keep::Most,
+      pool, sc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
-        if (!keep(pid) || !overlaps(k, r, s_ts, s_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, s_ts, s_dur, s_tid)) return;
         out.push_back({k.value(s_ts, r), k.value(s_dur, r), pid,
                        static_cast<uint32_t>(k.value(s_tid, r)),
                        static_cast<uint32_t>(k.value(s_nr, r)), k.value(s_ret, r),
@@ -702,10 +728,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
   st = scan_chunks(
-      pool, bc, from, to, Keep::Most,
+      pool, bc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
-        if (!keep(pid) || !overlaps(k, r, b_ts, b_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, b_ts, b_dur, b_tid)) return;
         out.push_back(
             {k.value(b_ts, r), k.value(b_dur, r), pid, static_cast<uint32_t>(k.value(b_tid, r)),
              static_cast<uint64_t>(k.value(b_bytes, r)), static_cast<uint32_t>(k.value(b_op, r)),
@@ -717,10 +743,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
                  r_n = rc["nr_reclaimed"];
   st = scan_chunks(
-      pool, rc, from, to, Keep::Most,
+      pool, rc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
-        if (!keep(pid) || !overlaps(k, r, r_ts, r_dur)) return;
+        if (!keep(pid) || !overlaps(k, r, r_ts, r_dur, r_tid)) return;
         out.push_back({k.value(r_ts, r), k.value(r_dur, r), pid,
                        static_cast<uint32_t>(k.value(r_tid, r)),
                        static_cast<uint64_t>(k.value(r_n, r))});
@@ -733,10 +759,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
                    c_cpy = cc["py_stack"];
     st = scan_chunks(
-        pool, cc, from, to, Keep::Most,
+        pool, cc, from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
-          if (!overlaps(k, r, c_ts, c_dur)) return;  // other processes' are split off below
+          if (!overlaps(k, r, c_ts, c_dur, c_tid)) return;  // other processes' are split off below
           CpuSampleRow s;
           s.ts = k.value(c_ts, r);
           s.dur = k.value(c_dur, r);
@@ -763,10 +789,16 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     Columns rc{store::find_chunked_table("cpu_runs")};
     const uint32_t u_ts = rc["ts"], u_dur = rc["dur"], u_cpu = rc["cpu"], u_pid = rc["pid"],
                    u_tid = rc["tid"], u_comm = rc["comm"];
+    // A window of a longer analysis: from the earliest run-queue wait a loaded interval holds,
+    // as one analysis of the whole window would have them for a wait crossing into this one.
+    int64_t runs_from = from;
+    if (opt.window_part)
+      for (const OffCpuRow& o : rows.offcpu) runs_from = std::min(runs_from, o.end() - o.runq);
     st = scan_chunks(
-        pool, rc, from, to, Keep::Most,
+        pool, rc, runs_from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
-          if (!overlaps(k, r, u_ts, u_dur)) return;
+          const int64_t t = k.value(u_ts, r);
+          if (t >= ev_to || t + k.value(u_dur, r) <= runs_from) return;
           CpuRunRow u;
           u.ts = k.value(u_ts, r);
           u.dur = k.value(u_dur, r);
@@ -788,11 +820,11 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const uint32_t m_ts = mc["ts"], m_pid = mc["pid"], m_tid = mc["tid"], m_from = mc["from_cpu"],
                    m_to = mc["to_cpu"];
     st = scan_chunks(
-        pool, mc, first_wait, to, Keep::Most,
+        pool, mc, first_wait, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(m_pid, r));
           const int64_t ts = k.value(m_ts, r);
-          if (!keep(pid) || ts < first_wait || ts >= to) return;
+          if (!keep(pid) || ts < first_wait || ts >= ev_to) return;
           out.push_back({ts, pid, static_cast<uint32_t>(k.value(m_tid, r)),
                          static_cast<uint16_t>(k.value(m_from, r)),
                          static_cast<uint16_t>(k.value(m_to, r))});

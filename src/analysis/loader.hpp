@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/rows.hpp"
@@ -24,6 +26,19 @@ struct LoadOptions {
   // One batch of a batched analysis (explain_batched.hpp): only these processes' rows are read,
   // and a batch without calls in the window is no error (its rows come back empty).
   std::vector<uint32_t> batch;
+  // One time window of a longer analysis: per thread, where its span ends after the window (its
+  // next call; TraceRows::span_ends). Its interval events are read up to there as well.
+  std::unordered_map<uint32_t, int64_t> span_ends;
+  // One time window of a longer analysis: the interval events of every process of the batch are
+  // read, also one without calls in this window (their counts add up to the whole window's).
+  bool window_part = false;
+  // The next window of the same processes: the previous window's memory_calls (with their
+  // CallExt), all before this window, instead of decoding every chunk before it again.
+  struct MemoryCalls {
+    std::vector<CallRow> calls;
+    std::vector<CallExt> ext;  // one per call (empty when it had none)
+  };
+  std::shared_ptr<const MemoryCalls> memory_before;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

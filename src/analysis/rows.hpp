@@ -229,6 +229,10 @@ struct TraceRows {
   SessionRow session;
   TimeWindow window;
   bool live = false;  // another process is still writing the file
+  // One time window of a longer analysis (explain_batched.hpp): per thread, where its active
+  // span in this window ends, its next call after the window (so that consecutive windows'
+  // spans meet and no time between them is lost); a thread not named ends as usual.
+  std::unordered_map<uint32_t, int64_t> span_ends;
 
   std::vector<ApiMeta> apis;  // indexed by apis.id
   std::unordered_map<uint32_t, std::string> syscall_names;

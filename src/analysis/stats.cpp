@@ -182,7 +182,9 @@ std::vector<OpStats> finish_ops(const TraceRows& rows, const std::vector<ThreadO
   return out;
 }
 
-RateDrop drop_of(const RateSeries& s, double min_drop) {
+}  // namespace
+
+RateDrop rate_drop_of(const RateSeries& s, double min_drop) {
   // Intervals mostly outside the active span (the first and last, partly) are too noisy to use.
   std::vector<size_t> idx;
   std::vector<double> rates;
@@ -201,6 +203,8 @@ RateDrop drop_of(const RateSeries& s, double min_drop) {
   d.at_ns = s.start_ns + static_cast<int64_t>(d.at) * s.interval_ns;
   return d;
 }
+
+namespace {
 
 bool is_launch(const CallRow& c) { return c.cat == Category::Launch || c.cat == Category::Graph; }
 
@@ -235,7 +239,7 @@ std::optional<RateSeries> rate_series(const TraceRows& rows, const Joins& joins,
       if (counted(rows.calls[c])) s.add(rows.calls[c].ts);
   }
   s.what = use_launches ? "launches" : "calls";
-  s.drop = drop_of(s, min_drop);
+  s.drop = rate_drop_of(s, min_drop);
   return s;
 }
 

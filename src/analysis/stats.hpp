@@ -99,6 +99,10 @@ RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span
 RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,
                             int64_t span_end);
 
+// Where a series fell and stayed down, over its intervals mostly inside the active span (the
+// drop compute_stats reports; also for a series put together from time windows).
+RateDrop rate_drop_of(const RateSeries& s, double min_drop);
+
 // Finds the best single step down in `rates` (one value per interval): the split maximising the
 // drop weighted by how many intervals support it; reported only when both the means and the
 // medians of the two sides differ by more than `min_drop` and each side has two intervals.

@@ -109,7 +109,7 @@ void add_explain_command(CLI::App& root, Runner& run) {
                   "Analyse a window of more stored events than this a batch of whole processes "
                   "at a time, so memory follows the batch (about 45 bytes per event) and not the "
                   "trace; whole-window percentiles of an operation in several batches are then "
-                  "within 0.8%")
+                  "within 0.8%; a process bigger than this is analysed in time windows")
       ->check(CLI::Range(uint64_t{1000}, uint64_t{1} << 40))
       ->capture_default_str();
   cmd->callback([&run, flags] { run = [flags] { return run_explain(*flags); }; });

@@ -102,7 +102,8 @@ TEST_F(BatchedExplain, WindowAndPidsAcrossBatches) {
   ASSERT_TRUE(since);
   opt.window = since.value();
   ojson one = explain(opt, analysis::kDefaultBatchRows);
-  ojson batched = explain(opt, 20000);
+  // 45000 rows: a batch per process (40000 rows each), none cut into time windows.
+  ojson batched = explain(opt, 45000);
   expect_close_percentiles(one, batched);
   EXPECT_EQ(one.dump(1), batched.dump(1));
 
@@ -112,7 +113,7 @@ TEST_F(BatchedExplain, WindowAndPidsAcrossBatches) {
   ASSERT_TRUE(plan);
   opt.pids = {plan->batches[0][0], plan->batches[0][3]};
   one = explain(opt, analysis::kDefaultBatchRows);
-  batched = explain(opt, 20000);
+  batched = explain(opt, 45000);
   EXPECT_EQ(one["trace"]["processes"], 2);
   expect_close_percentiles(one, batched);
   EXPECT_EQ(one.dump(1), batched.dump(1));
@@ -154,10 +155,17 @@ TEST(BatchedExplainPlan, AnNcclJobsRanksShareABatch) {
   auto plan = analysis::plan_batches(f->db(), {}, 2000);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->rows, 9000u);
-  ASSERT_EQ(plan->batches.size(), 3u);
-  EXPECT_EQ(plan->batches[0], (std::vector<uint32_t>{100, 200}));  // 6000 rows: over, but whole
-  EXPECT_EQ(plan->batches[1], (std::vector<uint32_t>{300}));
-  EXPECT_EQ(plan->batches[2], (std::vector<uint32_t>{400}));
+  // The job's 6000 rows: over the batch, so cut into time windows of both ranks together.
+  ASSERT_EQ(plan->batches.size(), 5u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(plan->batches[i], (std::vector<uint32_t>{100, 200}));
+    EXPECT_EQ(plan->groups[i], 0u);
+    EXPECT_FALSE(plan->slices[i].whole());
+  }
+  EXPECT_EQ(plan->batches[3], (std::vector<uint32_t>{300}));
+  EXPECT_EQ(plan->batches[4], (std::vector<uint32_t>{400}));
+  EXPECT_TRUE(plan->slices[3].whole());
+  EXPECT_NE(plan->groups[3], plan->groups[4]);
   auto one = analysis::plan_batches(f->db(), {}, 9000);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->batches.size(), 1u);

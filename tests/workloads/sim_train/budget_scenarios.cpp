@@ -392,7 +392,7 @@ int autograd_handoff(const BudgetSettings& s) {
       lk.unlock();
       handoff_wait_ns += gwsim::now_ns() - w0;
       idle_ns += first_launch_ns - drained;  // ... until the engine queues the backward pass
-      tt.sync_blocked_ns += g.sync();
+      // No sync at the step's end: the next step's loss.item() waits for the backward pass too.
     }
   });
   {

@@ -99,8 +99,11 @@ void sync_chain(const Context& ctx, const ThreadSummary& t, std::vector<Chain>& 
   if (n < ctx.th.loop_min_count || t.span_ns() <= 0) return;
   const double per_s = static_cast<double>(n) * 1e9 / static_cast<double>(t.span_ns());
   if (per_s < ctx.th.loop_rate_per_s || spread(ctx, t, u.idx) < ctx.th.loop_spread) return;
-  // Inside the step loop: launches between consecutive syncs most of the time.
-  if (static_cast<double>(u.interleaved) < 0.5 * static_cast<double>(n - 1)) return;
+  // Inside the step loop: a few syncs at a time (a step's loss.item() and its synchronize())
+  // with launches between those groups, not a burst of syncs with nothing queued between them.
+  // (Requiring launches between most consecutive syncs put two syncs per step exactly on the
+  // threshold: one sync more or less, or a trace cut in two windows, flipped the answer.)
+  if (static_cast<double>(n) > 3.0 * static_cast<double>(u.interleaved + 1)) return;
 
   std::map<std::string, uint64_t> by_op;
   for (uint32_t i : u.idx) {

@@ -308,6 +308,25 @@ TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   EXPECT_EQ(find(r, "transfer_bound"), nullptr) << "a 4-byte read-back is a sync, not a transfer";
 }
 
+// loss.item() then torch.cuda.synchronize() in every step, nothing launched between them: two
+// syncs per step are still the step loop's. The rule once asked for launches between most
+// consecutive syncs, which this pattern never meets (one pair in two has them), and which two
+// syncs per step with launches between only some of them sat exactly on.
+TEST(AnalysisDetectors, TwoSyncsPerStepAreStillHiddenSyncs) {
+  RowsBuilder b;
+  b.process(kTrainer, "trainer");
+  for (double t = 0; t < 10'000; t += 10) {
+    for (int k = 0; k < 5; ++k)
+      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+    b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
+    b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 8, 20 * kUs);
+  }
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "hidden_sync");
+  ASSERT_NE(c, nullptr) << kinds(r);
+  EXPECT_GT(c->share(), 0.15) << "the host work after each read-back";
+}
+
 // With stacks, the read-backs' evidence says where they are called from, most calls first; a
 // call without a stack counts in the total only.
 TEST(AnalysisDetectors, HiddenSyncNamesItsCallSites) {

@@ -159,6 +159,18 @@ Result<std::unordered_map<uint32_t, int64_t>> next_calls(sqlite3* db,
                   "api_calls", [&](Query& q) { ends[static_cast<uint32_t>(tid)] = q.i64(0); },
                   {tid, to, end});
     if (!st) return st.error();
+    if (ends.count(static_cast<uint32_t>(tid))) continue;
+    // No call after this window: the span ends where one analysis ends it, at the end of the
+    // thread's last call (a sync running past the cut), not at the cut.
+    st = each_row(
+        db,
+        "SELECT coalesce(max(ts + dur), -1) FROM api_calls WHERE tid = ?1 AND ts >= ?2 AND ts < ?3",
+        "api_calls",
+        [&](Query& q) {
+          if (q.i64(0) >= 0) ends[static_cast<uint32_t>(tid)] = std::min(q.i64(0), end);
+        },
+        {tid, from, to});
+    if (!st) return st.error();
   }
   return ends;
 }

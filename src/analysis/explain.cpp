@@ -112,6 +112,40 @@ void set_verdict(Report& r) {
   r.verdict = verdict_for(r);
 }
 
+void add_host_bound_hint(Report& r) {
+  if (!r.clean) return;
+  for (const ProcessStats& p : r.stats.processes) {
+    for (const ThreadStats& t : p.threads) {
+      const int64_t span = t.last_ns - t.first_ns;
+      if (span <= 0) continue;
+      int64_t launch_ns = 0, wait_ns = 0;
+      uint64_t launches = 0;
+      for (const OpStats& o : t.ops) {
+        if (o.entry_only || o.nested * 2 >= o.dur.count) continue;
+        if (o.cat == Category::Launch || o.cat == Category::Graph) {
+          launch_ns += o.dur.total_ns;
+          launches += o.dur.count;
+        } else if (o.cat == Category::Sync || o.cat == Category::Copy ||
+                   o.cat == Category::Collective) {
+          wait_ns += o.dur.total_ns;
+        }
+      }
+      const auto spanf = static_cast<double>(span);
+      if (launches < 1000 || launch_ns < 0.3 * spanf || wait_ns > 0.05 * spanf) continue;
+      r.caveats.push_back(
+          {"host_bound",
+           t.comm + " (tid " + std::to_string(t.tid) + ") of pid " + std::to_string(t.pid) +
+               " never waited for the GPU: " + fmt_percent(static_cast<double>(launch_ns) / spanf) +
+               " of its time in " + fmt_count(launches) +
+               " kernel launches, the rest its own work; when kernels are shorter than their "
+               "launches the GPU waits for the host, which no chain can measure without GPU-side "
+               "times: gpuwhy audit estimates how busy the GPU was (CUDA graphs, torch.compile and "
+               "fewer, larger kernels cut launches)"});
+      return;  // one line is enough
+    }
+  }
+}
+
 Severity grade(double share, const Thresholds& th) {
   if (share >= th.high_share) return Severity::High;
   if (share >= th.medium_share) return Severity::Medium;
@@ -407,6 +441,7 @@ Report analyze_rows(TraceRows rows, const Thresholds& th, bool part) {
   r.budgets = budget_reports(ctx, r.chains, 3);
   timer.lap("detectors");
   set_verdict(r);
+  add_host_bound_hint(r);
   return r;
 }
 }  // namespace

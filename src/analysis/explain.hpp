@@ -91,6 +91,10 @@ std::vector<Caveat> caveats_for(const TraceRows& rows);
 std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu);
 // Once the chains are ranked: whether it is clean, and its first line.
 void set_verdict(Report& r);
+// A clean report whose busiest launching thread never waited for the GPU gets a caveat saying
+// the GPU may be waiting for the host instead (kernels shorter than their launches: no chain can
+// measure that without GPU-side times). After set_verdict and the caveats.
+void add_host_bound_hint(Report& r);
 // Budgets in the report's order: threads a chain names first, then by span, then by tid.
 void sort_budgets(std::vector<BudgetReport>& budgets);
 

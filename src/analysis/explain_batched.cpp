@@ -772,6 +772,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
                 [](const PyLayoutGap& a, const PyLayoutGap& b) { return a.pid < b.pid; });
       shared.python_before_layout = std::move(before_layout);
       r.caveats = caveats_for(shared, has_offcpu);
+      add_host_bound_hint(r);
       return r;
     }
     // No call in the window after all, or a --pid without one: the single load says so.

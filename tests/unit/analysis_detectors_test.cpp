@@ -290,6 +290,31 @@ TEST(AnalysisDetectors, DriverCallsInsideRuntimeCallsAreNotListedTwice) {
       << table;
 }
 
+// A loop of tiny kernels that never syncs: nothing the host did to the thread explains anything,
+// and the report is clean; but the GPU may be waiting for the host, which the report says. A
+// clean GPU-bound loop (its thread waits in syncs) gets no such line. Seen on a real H200:
+// x.add_(1) in a Python loop read CLEAN.
+TEST(AnalysisDetectors, ACleanLaunchBoundLoopSaysTheGpuMayWaitForTheHost) {
+  auto hinted = [](const Report& r) {
+    return std::any_of(r.caveats.begin(), r.caveats.end(),
+                       [](const Caveat& c) { return c.kind == "host_bound"; });
+  };
+  RowsBuilder launch_bound;
+  launch_bound.process(kTrainer, "python3");
+  for (double t = 0; t < 1'000; t += 0.01)
+    launch_bound.call(kTrainer, kTrainer, "cudaLaunchKernel", t, 6 * kUs);
+  const Report r = analyze(launch_bound.build());
+  EXPECT_TRUE(r.clean) << kinds(r);
+  EXPECT_TRUE(hinted(r)) << "a launch-bound loop";
+
+  RowsBuilder gpu_bound;
+  gpu_bound.process(kTrainer, "python3");
+  train(gpu_bound, 0, 10'000, 10, 9.5);
+  const Report g = analyze(gpu_bound.build());
+  EXPECT_TRUE(g.clean) << kinds(g);
+  EXPECT_FALSE(hinted(g)) << "its thread waits for the GPU";
+}
+
 TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");

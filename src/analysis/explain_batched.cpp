@@ -210,6 +210,7 @@ void add_op(std::vector<OpStats>& into, const OpStats& o) {
   m.dur = d;
   m.errors += o.errors;
   m.bytes += o.bytes;
+  m.nested += o.nested;
 }
 
 void add_process(std::vector<ProcessStats>& into, const ProcessStats& p) {

@@ -417,7 +417,6 @@ class IdleSource {
     return q_.finish(last_ns_, p);
   }
 
- private:
   const TraceRows* rows_;
   const ApiFlags* flags_;
   const Joins* j_;

@@ -54,9 +54,6 @@ std::string fix_for(Bucket top, const std::string& syscall) {
   }
 }
 
-// The thread's start-up: its long GPU-idle stretches that begin in the first quarter of its span
-// (loading libraries, building the model, the first kernels' modules). A trace that launched the
-// program (`trace -- python train.py`) holds seconds of it before the first step.
 // A --from value for a time since the trace start: seconds, rounded up to a tenth.
 std::string from_arg(int64_t rel_ns) {
   char buf[32];
@@ -64,6 +61,9 @@ std::string from_arg(int64_t rel_ns) {
   return buf;
 }
 
+// The thread's start-up: its long GPU-idle stretches that begin in the first quarter of its span
+// (loading libraries, building the model, the first kernels' modules). A trace that launched the
+// program (`trace -- python train.py`) holds seconds of it before the first step.
 struct StartUp {
   int64_t ns = 0;   // idle time in those stretches
   int64_t end = 0;  // where the last of them ends: the steady state starts there

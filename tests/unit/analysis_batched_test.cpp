@@ -9,44 +9,14 @@
 #include <set>
 
 #include "analysis/analysis.hpp"
-#include "export/explain_render.hpp"
-#include "shell_run.hpp"
-#include "store/store.hpp"
-#include "store_fixture.hpp"
+#include "gen_trace_suite.hpp"
 
 namespace gpuwhy {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-class BatchedExplain : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    const std::string cmd = std::string(GW_GEN_TRACE) + " --out " + dir_->file("t.db") +
-                            " --events 240000 --processes 6 --seed 7 2>&1";
-    const testing::ShellResult r = testing::shell(cmd);
-    ASSERT_EQ(r.exit_code, 0) << r.out;
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  static std::unique_ptr<store::TraceFile> open() {
-    auto f = store::TraceFile::open(dir_->file("t.db"));
-    EXPECT_TRUE(f) << (f ? "" : f.error().line());
-    return f ? std::move(f.value()) : nullptr;
-  }
-  static ojson explain(const analysis::LoadOptions& opt, uint64_t batch_rows) {
-    auto file = open();
-    if (!file) return {};
-    auto r = analysis::explain_file(*file, opt, batch_rows);
-    EXPECT_TRUE(r) << (r ? "" : r.error().line());
-    return r ? render::explain_json(r.value()) : ojson{};
-  }
-  static testing::TempDir* dir_;
-};
-testing::TempDir* BatchedExplain::dir_ = nullptr;
+class BatchedExplain : public testing::GenTraceSuite {};
 
 // The whole-window operation percentiles, checked apart: a batched one is the floor of the
 // exact value's histogram bucket (at most 1/128 below it) or the exact value itself.

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // explain of a process bigger than the batch, in consecutive time windows (explain_batched.hpp,
 // docs/explain.md "Explaining in windows"), against one analysis of the whole window:
-// - the trace counts and every thread's budget are the same, to the nanosecond: the windows'
-//   spans meet at each thread's next call, and interval events are counted where they start;
-// - the verdict is the same, and so are the chains, by kind, victim thread, culprit and
-//   severity, with each share within 1 point (per-window choices remain: a detector's own
-//   thresholds, whether GPU work was queued when a window starts). Measured: identical with 2-3
-//   windows per process, within 0.15 points with about 40.
-// The trace is gen_trace's (bench/gen_trace.cpp): six training processes of 40000 rows each.
+// - the trace counts, and every thread's span and time per bucket are the same: the windows'
+//   spans meet at each thread's next call (or its last call's end), and interval events are
+//   counted where they start; only where the process's GPU queue was empty may move a little at
+//   each cut (its state is not carried over), between host work and refill gap;
+// - the verdict and top chain are the same, and every chain of 2% or more is on both sides, by
+//   kind, victim thread, culprit and severity, with each share within 1 point (per-window
+//   choices remain: a detector's own thresholds near explain's 1% floor).
+// The trace is gen_trace's (gen_trace_suite.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,44 +17,17 @@
 #include <tuple>
 
 #include "analysis/analysis.hpp"
-#include "export/explain_render.hpp"
-#include "shell_run.hpp"
-#include "store/store.hpp"
-#include "store_fixture.hpp"
+#include "gen_trace_suite.hpp"
 
 namespace gpuwhy {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-class WindowedExplain : public ::testing::Test {
+class WindowedExplain : public testing::GenTraceSuite {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    const std::string cmd = std::string(GW_GEN_TRACE) + " --out " + dir_->file("t.db") +
-                            " --events 240000 --processes 6 --seed 7 2>&1";
-    const testing::ShellResult r = testing::shell(cmd);
-    ASSERT_EQ(r.exit_code, 0) << r.out;
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  static std::unique_ptr<store::TraceFile> open() {
-    auto f = store::TraceFile::open(dir_->file("t.db"));
-    EXPECT_TRUE(f) << (f ? "" : f.error().line());
-    return f ? std::move(f.value()) : nullptr;
-  }
-  static ojson explain(uint64_t batch_rows) {
-    auto file = open();
-    if (!file) return {};
-    auto r = analysis::explain_file(*file, {}, batch_rows);
-    EXPECT_TRUE(r) << (r ? "" : r.error().line());
-    return r ? render::explain_json(r.value()) : ojson{};
-  }
-  static testing::TempDir* dir_;
+  static ojson explain(uint64_t batch_rows) { return GenTraceSuite::explain({}, batch_rows); }
 };
-testing::TempDir* WindowedExplain::dir_ = nullptr;
 
 TEST_F(WindowedExplain, PlanCutsEachProcessIntoWindowsThatMeet) {
   auto file = open();

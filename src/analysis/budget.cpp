@@ -94,6 +94,13 @@ class Walker {
   // Moves to t (t never goes back).
   void seek(int64_t t) {
     if (t < bound_) return;
+    if constexpr (requires(Source & s) { s.jump(t); }) {
+      // A source that can skip what ends before t without making it (see CallSource::jump).
+      if (have_ && p_.e <= t) {
+        src_.jump(t);
+        have_ = src_.next(p_);
+      }
+    }
     while (have_ && p_.e <= t) have_ = src_.next(p_);
     if (!have_) {
       cur_ = nullptr;
@@ -194,43 +201,43 @@ class OffSource {
   int head_ = 0, count_ = 0;
 };
 
-// What the sweep asks of every call's API (does it queue work, does it drain the queue),
-// answered once per apis.id: a busy thread has millions of calls and a handful of APIs, and an
-// ApiMeta lookup per call per source was a tenth of the sweep.
-class ApiFlags {
- public:
-  static constexpr uint8_t kEnqueues = 1, kDrains = 2;
-  explicit ApiFlags(const TraceRows& rows) : unknown_(of(unknown_api_meta())) {
-    flags_.resize(rows.apis.size());
-    for (size_t id = 0; id < flags_.size(); ++id)
-      flags_[id] = of(rows.api(static_cast<uint16_t>(id)));
-  }
-  uint8_t operator[](uint16_t api) const { return api < flags_.size() ? flags_[api] : unknown_; }
-
- private:
-  static uint8_t of(const ApiMeta& m) {
-    return static_cast<uint8_t>((enqueues_work(m) ? kEnqueues : 0) |
-                                (drains_queue(m) ? kDrains : 0));
-  }
-  std::vector<uint8_t> flags_;
-  uint8_t unknown_;
-};
-
-Bucket call_bucket(const TraceRows& rows, const ApiFlags& flags, const CallRow& c,
-                   uint64_t small_copy_bytes) {
-  switch (c.cat) {
-    case Category::Alloc:
-    case Category::Free:
-      return Bucket::Alloc;
-    case Category::Copy:
-      if (rows.ext(c).bytes >= small_copy_bytes) return Bucket::Transfer;
-      break;
-    case Category::Collective:  // waits for its peers, as a sync waits for the GPU
+Bucket bucket_of(CallTime k) {
+  switch (k) {
+    case CallTime::GpuWait:
       return Bucket::GpuWait;
-    default:
+    case CallTime::Transfer:
+      return Bucket::Transfer;
+    case CallTime::Alloc:
+      return Bucket::Alloc;
+    case CallTime::Api:
       break;
   }
-  return flags[c.api] & ApiFlags::kDrains ? Bucket::GpuWait : Bucket::ApiOverhead;
+  return Bucket::ApiOverhead;
+}
+
+// The bucket a call's own time goes to, from its Joins::bits.
+Bucket call_bucket(const TraceRows& rows, uint8_t bits, const CallRow& c,
+                   uint64_t small_copy_bytes) {
+  const uint64_t bytes = (bits & call_bits::kCopy) ? rows.ext(c).bytes : 0;
+  return bucket_of(call_time(bits, bytes, small_copy_bytes));
+}
+
+// The first index in [from, end) whose call starts at or after t (calls sorted by ts), searched
+// from `from` outwards: the next time asked is usually a few calls on, so this reads a handful of
+// rows where a binary search over a thread's millions would miss the cache a dozen times.
+inline size_t gallop_ts(const std::vector<CallRow>& calls, size_t from, size_t end, int64_t t) {
+  if (from == end || calls[from].ts >= t) return from;  // most often: nothing to skip
+  size_t lo = from, step = 1;
+  while (lo + step < end && calls[lo + step].ts < t) {
+    lo += step;
+    step *= 2;
+  }
+  // calls[lo] starts before t; the answer lies in (lo, min(lo + step, end)].
+  const auto first = calls.begin() + static_cast<std::ptrdiff_t>(lo + 1);
+  const auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step, end));
+  return static_cast<size_t>(
+      std::lower_bound(first, last, t, [](const CallRow& c, int64_t x) { return c.ts < x; }) -
+      calls.begin());
 }
 
 // The thread's outermost calls (a runtime call's own driver call is inside it) as pieces,
@@ -238,10 +245,9 @@ Bucket call_bucket(const TraceRows& rows, const ApiFlags& flags, const CallRow& 
 // first cost more than the sweep.
 class CallSource {
  public:
-  CallSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
+  CallSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
              uint64_t small_copy_bytes)
       : rows_(&rows),
-        flags_(&flags),
         j_(&j),
         i_(t.call_begin),
         end_(t.call_end),
@@ -252,75 +258,90 @@ class CallSource {
   bool next(Piece& p) {
     while (i_ < end_) {
       const size_t i = i_++;
-      if (j_->nested[i]) continue;
+      const uint8_t bits = j_->bits[i];
+      if (!bits) continue;  // nested
       const CallRow& c = rows_->calls[i];
       const int64_t s = std::max(c.ts, last_end_);
       const int64_t e = std::min(c.end(), last_ns_);
       if (e <= s) continue;
-      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, *flags_, c, small_copy_)};
+      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, bits, c, small_copy_)};
       last_end_ = e;
       return true;
     }
     return false;
   }
+  // Skips to t without making the pieces of the calls that end before it (the sweep asks about
+  // calls only where the thread was off the CPU or in a syscall: far apart on a busy thread).
+  // The next piece made is then the one covering t or the first after it, as walking would make.
+  void jump(int64_t t) {
+    // Most often the next call covers t or starts after it: nothing to skip.
+    if (i_ == end_ || rows_->calls[i_].end() > t) return;
+    const size_t g = gallop_ts(rows_->calls, i_, end_, t);  // calls before g start before t
+    // The piece covering t is the first call before g still running at t. Back from g, an
+    // outermost call that ended by t ends the search: a call before it running past t would
+    // have held it, and made it nested.
+    size_t owner = g;
+    for (size_t k = g; k > i_;) {
+      --k;
+      const CallRow& c = rows_->calls[k];
+      if (c.end() > t) {
+        owner = k;
+      } else if (j_->bits[k]) {
+        break;
+      }
+    }
+    // The pieces of the calls before the owner (or before g) all end by t; the owner's starts
+    // at its own start or at t's side of them, so clipping from t changes nothing it covers.
+    if (owner > i_) {
+      i_ = owner;
+      if (owner < end_) last_end_ = std::max(last_end_, std::min(t, rows_->calls[owner].ts));
+    }
+  }
 
  private:
   const TraceRows* rows_;
-  const ApiFlags* flags_;
   const Joins* j_;
   size_t i_, end_;
   int64_t last_ns_, last_end_;
   uint64_t small_copy_;
 };
 
-class CallCursor : public Walker<CallSource> {
- public:
-  CallCursor(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
-             uint64_t small_copy_bytes)
-      : Walker<CallSource>(CallSource(rows, flags, j, t, small_copy_bytes)) {}
-};
-
-// Whether the GPU queue is empty, over calls fed in time order: empty from the end of a call that
-// drained it to the start of the next call that queued work.
-class QueueState {
- public:
-  // Feeds the next call (f: its ApiFlags); true when it ends an empty stretch, given in p
-  // (clipped to `clip`).
-  bool feed(const CallRow& c, uint8_t f, int64_t clip, Piece& p) {
-    bool made = false;
-    if (idle_from_ >= 0 && (f & ApiFlags::kEnqueues)) {
-      // A drain that ended inside a later call (overlapping calls) makes no piece.
-      if (c.ts > idle_from_) {
-        p = {idle_from_, std::min(c.ts, clip), 0};
-        made = p.e > p.s;
-      }
-      idle_from_ = -1;
+// The times a thread had no GPU work queued: from the end of a call that drained its queue to
+// the start of its next call that queued work (clipped to `clip`). Only enqueues and drains
+// change the state, and only an enqueue after a drain or a drain after an enqueue needs the row:
+// a byte per launch otherwise.
+std::vector<Piece> thread_idle(const TraceRows& rows, const Joins& j, const ThreadSummary& t) {
+  using namespace call_bits;
+  std::vector<Piece> out;
+  const int64_t clip = t.last_ns;
+  int64_t idle_from = -1;  // end of the drain that emptied the queue; -1 while work is queued
+  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    const uint8_t bits = j.bits[i];
+    if (idle_from < 0) {
+      if (bits & kDrains) idle_from = rows.calls[i].end();
+      continue;
     }
-    if ((f & ApiFlags::kDrains) && idle_from_ < 0) idle_from_ = c.end();
-    return made;
+    if (!(bits & kEnqueues)) continue;
+    const CallRow& c = rows.calls[i];
+    // A drain that ended inside a later call (overlapping calls) makes no piece.
+    if (c.ts > idle_from && std::min(c.ts, clip) > idle_from)
+      out.push_back({idle_from, std::min(c.ts, clip), 0});
+    idle_from = (bits & kDrains) ? c.end() : -1;
   }
-  // After the last call: empty from the last drain to `clip`, if it was.
-  bool finish(int64_t clip, Piece& p) {
-    if (idle_from_ < 0 || idle_from_ >= clip) return false;
-    p = {idle_from_, clip, 0};
-    idle_from_ = -1;
-    return true;
-  }
-
- private:
-  int64_t idle_from_ = -1;
-};
+  if (idle_from >= 0 && idle_from < clip) out.push_back({idle_from, clip, 0});
+  return out;
+}
 
 // The GPU-idle stretches of a process with several GPU-calling threads, over all their
 // outermost calls in time order: a sync on one thread empties the queue the others fill, and a
 // launch from any of them fills it (PyTorch queues the backward pass from its autograd thread,
 // the forward pass and the syncs from the main thread, on one stream).
-std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
+std::vector<Piece> process_idle(const TraceRows& rows, const Joins& j,
                                 const std::vector<const ThreadSummary*>& threads) {
-  // The same state machine as QueueState over all the threads' outermost calls in (ts, index)
-  // order, without merging the millions of launches: the queue empties at a drain (a sync, a
-  // few per step) and fills at the first enqueue after it on any thread, which a binary search
-  // in each thread's calls (sorted by ts) finds.
+  // thread_idle's state machine over all the threads' outermost calls in (ts, index) order,
+  // without merging the millions of launches: the queue empties at a drain (a sync, a few per
+  // step) and fills at the first enqueue after it on any thread, which a search forward from
+  // where the previous one stopped finds in each thread's calls (sorted by ts).
   using Key = std::pair<int64_t, size_t>;  // (ts, call index): the order of the calls
   struct Drain {
     Key key;
@@ -336,26 +357,32 @@ std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, co
     clip = std::max(clip, t->last_ns);
     if (auto it = rows.span_ends.find(t->tid); it != rows.span_ends.end())
       next_call = std::min(next_call, it->second);
-    for (size_t i = t->call_begin; i < t->call_end; ++i) {
-      const CallRow& c = rows.calls[i];
-      if (!j.nested[i] && (flags[c.api] & ApiFlags::kDrains))
-        drains.push_back({{c.ts, i}, c.end()});
-    }
+    for (size_t i = t->call_begin; i < t->call_end; ++i)
+      if (j.bits[i] & call_bits::kDrains)
+        drains.push_back({{rows.calls[i].ts, i}, rows.calls[i].end()});
   }
   std::sort(drains.begin(), drains.end(),
             [](const Drain& a, const Drain& b) { return a.key < b.key; });
+  // Per thread, the first call not before the last `after` asked: `after` only grows.
+  std::vector<size_t> from(threads.size());
+  for (size_t k = 0; k < threads.size(); ++k) from[k] = threads[k]->call_begin;
   // The first outermost enqueue after `after`, over every thread; {max, 0} when none.
   auto next_enqueue = [&](Key after) {
     Key best{std::numeric_limits<int64_t>::max(), 0};
-    for (const ThreadSummary* t : threads) {
-      const auto first = rows.calls.begin() + static_cast<std::ptrdiff_t>(t->call_begin);
-      const auto last = rows.calls.begin() + static_cast<std::ptrdiff_t>(t->call_end);
-      auto it = std::lower_bound(first, last, after.first,
-                                 [](const CallRow& c, int64_t ts) { return c.ts < ts; });
-      for (size_t i = static_cast<size_t>(it - rows.calls.begin()); i < t->call_end; ++i) {
-        const CallRow& c = rows.calls[i];
-        if (Key{c.ts, i} <= after || j.nested[i] || !(flags[c.api] & ApiFlags::kEnqueues)) continue;
-        best = std::min(best, Key{c.ts, i});
+    for (size_t k = 0; k < threads.size(); ++k) {
+      const ThreadSummary* t = threads[k];
+      // Forward a call at a time first: between two syncs a thread makes tens of calls, read
+      // in order from memory faster than a search jumping over them.
+      size_t i = from[k];
+      const size_t near = std::min(i + 64, t->call_end);
+      while (i < near && rows.calls[i].ts < after.first) ++i;
+      if (i == near) i = gallop_ts(rows.calls, i, t->call_end, after.first);
+      from[k] = i;
+      for (; i < t->call_end; ++i) {
+        if (!(j.bits[i] & call_bits::kEnqueues)) continue;
+        const Key key{rows.calls[i].ts, i};
+        if (key <= after) continue;
+        best = std::min(best, key);
         break;
       }
     }
@@ -379,81 +406,46 @@ std::vector<Piece> process_idle(const TraceRows& rows, const ApiFlags& flags, co
   return out;
 }
 
-// The times the thread had no GPU work queued: from the end of a call that drained its queue to
-// the start of the next call that queued work. Made as the sweep asks, like the calls; for a
-// process with several GPU threads, read from the process's list (process_idle).
-class IdleSource {
- public:
-  IdleSource(const TraceRows& rows, const ApiFlags& flags, const Joins& j, const ThreadSummary& t,
-             const std::vector<Piece>* shared)
-      : rows_(&rows),
-        flags_(&flags),
-        j_(&j),
-        shared_(shared),
-        i_(t.call_begin),
-        end_(t.call_end),
-        last_ns_(t.last_ns) {}
-  // Where to note the stretches of ThreadBudget::kLongIdleNs or more (unclipped).
-  void note_long(std::vector<std::pair<int64_t, int64_t>>* out) { long_ = out; }
-  bool next(Piece& p) {
-    if (!make(p)) return false;
-    if (long_ && p.e - p.s >= ThreadBudget::kLongIdleNs) long_->emplace_back(p.s, p.e);
-    return true;
-  }
-
- private:
-  bool make(Piece& p) {
-    if (shared_) {
-      if (i_shared_ == shared_->size()) return false;
-      p = (*shared_)[i_shared_++];
-      return true;
-    }
-    while (i_ < end_) {
-      const size_t i = i_++;
-      if (j_->nested[i]) continue;
-      const CallRow& c = rows_->calls[i];
-      if (q_.feed(c, (*flags_)[c.api], last_ns_, p)) return true;
-    }
-    return q_.finish(last_ns_, p);
-  }
-
-  const TraceRows* rows_;
-  const ApiFlags* flags_;
-  const Joins* j_;
-  const std::vector<Piece>* shared_;
-  std::vector<std::pair<int64_t, int64_t>>* long_ = nullptr;
-  size_t i_shared_ = 0;
-  size_t i_, end_;
-  int64_t last_ns_;
-  QueueState q_;
-};
-
-using IdleCursor = Walker<IdleSource>;
+using CallCursor = Walker<CallSource>;
 using OffCursor = Walker<OffSource>;
 
 // Adds ns to a task in a bucket's list.
 struct TaskTally {
   std::unordered_map<uint64_t, size_t> index;
+  // The task added last: the same one usually comes again (a busy neighbour preempts a thread
+  // thousands of times), and comparing a key costs less than hashing it.
+  uint64_t last_key = 0;
+  size_t last = SIZE_MAX;
   void add(std::vector<Culprit>& v, uint64_t key, uint32_t pid, uint32_t tid, uint32_t comm,
            int64_t ns, bool new_interval) {
-    auto [it, fresh] = index.try_emplace(key, v.size());
-    if (fresh) v.push_back(Culprit{pid, tid, comm});
-    Culprit& c = v[it->second];
+    if (last == SIZE_MAX || key != last_key) {
+      auto [it, fresh] = index.try_emplace(key, v.size());
+      if (fresh) v.push_back(Culprit{pid, tid, comm});
+      last_key = key;
+      last = it->second;
+    }
+    Culprit& c = v[last];
     if (comm != 0) c.comm = comm;  // rows are in time order: the latest name wins
     c.ns += ns;
     if (new_interval) ++c.count;
   }
 };
 
+// A runnable piece of an off-CPU row, with the part of it when the GPU queue was empty: the
+// sweep sees it whole, then exact_holders() divides it among the tasks that held the CPU.
+struct RunnableWait {
+  Piece piece;
+  int64_t idle_ns = 0;
+};
+
 class ThreadBudgeter {
  public:
-  ThreadBudgeter(const TraceRows& rows, const ApiFlags& flags, const Joins& j,
-                 const SyscallKinds& kinds, const std::unordered_set<uint32_t>& gpu_tids,
+  ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
+                 const std::unordered_set<uint32_t>& gpu_tids,
                  const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
                  const std::unordered_map<uint32_t, std::vector<Piece>>& shared_idle,
                  uint64_t small_copy_bytes)
       : rows_(rows),
-        flags_(flags),
         holders_(holders),
         j_(j),
         kinds_(kinds),
@@ -479,54 +471,15 @@ class ThreadBudgeter {
         pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
     runq_guess(off_rows);
 
-    CallCursor cc(rows_, flags_, j_, t, small_copy_);
-    std::vector<std::pair<int64_t, int64_t>> long_idle;
-    IdleSource idle = idle_source(t);
-    idle.note_long(&long_idle);
-    IdleCursor ic(std::move(idle));
-    OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
-    Cursor sc(sys), rc(rec);
-    uint32_t last_off = UINT32_MAX;
-    for (int64_t at = t.first_ns; at < t.last_ns;) {
-      oc.seek(at);
-      sc.seek(at);
-      rc.seek(at);
-      const Piece* o = oc.cur();
-      const int64_t other =
-          std::min(std::min(oc.bound(), sc.bound()), std::min(rc.bound(), t.last_ns));
-      if (!o && !sc.cur() && !rc.cur()) {
-        // On the CPU with no syscall or reclaim (most of a busy thread's time): only its calls
-        // and its GPU-idle gaps divide the time until the next off-CPU, syscall or reclaim
-        // boundary, so walk those two alone.
-        while (at < other) {
-          cc.seek(at);
-          ic.seek(at);
-          const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
-          const bool gap = ic.cur() != nullptr;
-          // classify() with nothing off the CPU: the call's bucket, else host work or refill.
-          const Bucket bk = cc.cur() ? cc.cur()->call : gap ? Bucket::RefillGap : Bucket::HostWork;
-          add(b, bk, to - at, gap);
-          at = to;
-        }
-        continue;
-      }
-      cc.seek(at);
-      ic.seek(at);
-      const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
-      const int64_t ns = to - at;
-      const bool fresh = o && o->idx != last_off;
-      if (o) last_off = o->idx;
-      const bool gap = ic.cur() != nullptr;
-      add(b, classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap), ns, gap);
-      at = to;
-    }
-    for (auto [s, e] : long_idle) {  // noted as the sweep read them: clip to the span
-      s = std::max(s, t.first_ns);
-      e = std::min(e, t.last_ns);
+    std::vector<Piece> own_idle;
+    const std::vector<Piece>& idle = idle_of(t, own_idle);
+    on_cpu_split(b, t, idle);
+    off_cpu_split(b, t, off_rows, sys, rec, idle);
+    for (const Piece& p : idle) {
+      const int64_t s = std::max(p.s, t.first_ns), e = std::min(p.e, t.last_ns);
       if (e - s >= ThreadBudget::kLongIdleNs) b.long_idle.emplace_back(s, e);
     }
-    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, off_rows, sys);
-    if (holders_.recorded()) exact_holders(b, t, off_rows);
+    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, off_rows, sys, idle);
     b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
       std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& c) {
@@ -545,15 +498,97 @@ class ThreadBudgeter {
   }
 
  private:
-  // Counts ns of the sweep in bucket bk, and in its GPU-idle part when the queue was empty.
-  static void add(ThreadBudget& b, Bucket bk, int64_t ns, bool gpu_idle) {
-    b.ns[static_cast<size_t>(bk)] += ns;
-    if (gpu_idle) b.idle_ns[static_cast<size_t>(bk)] += ns;
+  // The thread's GPU-idle stretches: its process's (process_idle) when it shares the queue with
+  // other GPU threads, else its own, made into `own`.
+  const std::vector<Piece>& idle_of(const ThreadSummary& t, std::vector<Piece>& own) const {
+    if (auto it = shared_idle_.find(t.pid); it != shared_idle_.end()) return it->second;
+    own = thread_idle(rows_, j_, t);
+    return own;
   }
 
-  IdleSource idle_source(const ThreadSummary& t) const {
-    auto it = shared_idle_.find(t.pid);
-    return IdleSource(rows_, flags_, j_, t, it == shared_idle_.end() ? nullptr : &it->second);
+  // The span as if the thread never left the CPU: its calls' own time to their buckets (summed
+  // by compute_joins), the rest to host work, or to refill gap while its GPU queue was empty;
+  // and each bucket's GPU-idle part. Only the calls inside GPU-idle stretches are read here
+  // (few: the queue fills again at the next launch), not the millions of launches.
+  void on_cpu_split(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& idle) {
+    int64_t in_calls = 0;
+    for (size_t k = 0; k < kCallTimes; ++k) {
+      b.ns[static_cast<size_t>(bucket_of(static_cast<CallTime>(k)))] += t.own_ns[k];
+      in_calls += t.own_ns[k];
+    }
+    int64_t refill = 0;
+    CallCursor cc(CallSource(rows_, j_, t, small_copy_));
+    for (const Piece& p : idle) {
+      const int64_t to = std::min(p.e, t.last_ns);
+      for (int64_t at = std::max(p.s, t.first_ns); at < to;) {
+        cc.seek(at);
+        const int64_t next = std::min(cc.bound(), to);
+        if (cc.cur()) {
+          b.idle_ns[static_cast<size_t>(cc.cur()->call)] += next - at;
+        } else {
+          refill += next - at;
+        }
+        at = next;
+      }
+    }
+    b.ns[static_cast<size_t>(Bucket::RefillGap)] += refill;
+    b.idle_ns[static_cast<size_t>(Bucket::RefillGap)] += refill;
+    b.ns[static_cast<size_t>(Bucket::HostWork)] += t.span_ns() - in_calls - refill;
+  }
+
+  // Where the thread was off the CPU, in a slow syscall or in reclaim, classify() decides, and
+  // the time moves there from the bucket on_cpu_split() gave it. The sweep visits only those
+  // times: the calls' cursor jumps over the millions of launches between them.
+  void off_cpu_split(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
+                     const std::vector<Piece>& sys, const std::vector<Piece>& rec,
+                     const std::vector<Piece>& idle) {
+    CallCursor cc(CallSource(rows_, j_, t, small_copy_));
+    Cursor ic(idle);
+    OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
+    Cursor sc(sys), rc(rec);
+    uint32_t last_off = UINT32_MAX;
+    for (int64_t at = t.first_ns; at < t.last_ns;) {
+      oc.seek(at);
+      sc.seek(at);
+      rc.seek(at);
+      const Piece* o = oc.cur();
+      const int64_t other =
+          std::min(std::min(oc.bound(), sc.bound()), std::min(rc.bound(), t.last_ns));
+      if (!o && !sc.cur() && !rc.cur()) {  // on the CPU: on_cpu_split() counted it
+        at = other;
+        continue;
+      }
+      cc.seek(at);
+      ic.seek(at);
+      const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
+      const int64_t ns = to - at;
+      const bool fresh = o && o->idx != last_off;
+      if (o) last_off = o->idx;
+      const bool gap = ic.cur() != nullptr;
+      if (holders_.recorded()) {
+        const bool waiting = o && o->runnable;
+        const bool had = wait_.piece.e > wait_.piece.s;
+        if (!had || !waiting || wait_.piece.idx != o->idx) {
+          if (had) exact_holders(b, wait_);  // a wait seen whole
+          wait_ = {};
+          if (waiting) wait_.piece = *o;
+        }
+        if (gap && waiting) wait_.idle_ns += ns;
+      }
+      const Bucket counted = cc.cur() ? cc.cur()->call : gap ? Bucket::RefillGap : Bucket::HostWork;
+      const Bucket bk = classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap);
+      if (bk != counted) {
+        b.ns[static_cast<size_t>(counted)] -= ns;
+        b.ns[static_cast<size_t>(bk)] += ns;
+        if (gap) {
+          b.idle_ns[static_cast<size_t>(counted)] -= ns;
+          b.idle_ns[static_cast<size_t>(bk)] += ns;
+        }
+      }
+      at = to;
+    }
+    if (wait_.piece.e > wait_.piece.s) exact_holders(b, wait_);
+    wait_ = {};
   }
 
   // Another thread of its own process that makes GPU calls woke it.
@@ -650,9 +685,9 @@ class ThreadBudgeter {
   // sampling period on the CPU in that syscall. Its time moves from the host work it was counted
   // in to I/O or a slow syscall: an estimate, like every sampled figure.
   void lone_samples(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
-                    const std::vector<Piece>& sys) {
-    CallCursor cc(rows_, flags_, j_, t, small_copy_);
-    IdleCursor ic(idle_source(t));
+                    const std::vector<Piece>& sys, const std::vector<Piece>& idle) {
+    CallCursor cc(CallSource(rows_, j_, t, small_copy_));
+    Cursor ic(idle);
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys);
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
@@ -680,33 +715,21 @@ class ThreadBudgeter {
   // With the CPU's run segments recorded, runnable time goes to whoever really ran on the CPU
   // the thread waited for, by time (cpu_holders.hpp); the idle task's share is wake-up latency,
   // and what no segment covers falls back to the preemptor / the last holder.
-  void exact_holders(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows) {
-    std::vector<HolderTime> hs;
-    IdleCursor ic(idle_source(t));
-    OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
+  void exact_holders(ThreadBudget& b, const RunnableWait& w) {
     const size_t runnable = static_cast<size_t>(Bucket::Runnable);
     const size_t latency = static_cast<size_t>(Bucket::WakeLatency);
-    for (Piece p; off.next(p);) {
-      if (!p.runnable) continue;
-      int64_t idle_ns = 0;  // of the wait, the part with the GPU queue empty
-      for (int64_t at = p.s; at < p.e;) {
-        ic.seek(at);
-        const int64_t to = std::min(ic.bound(), p.e);
-        if (ic.cur()) idle_ns += to - at;
-        at = to;
-      }
-      const double idle_frac = static_cast<double>(idle_ns) / static_cast<double>(p.e - p.s);
-      const OffCpuRow& o = rows_.offcpu[p.idx];
-      hs.clear();
-      holders_.holders(o, p.s, p.e, hs);
-      for (const HolderTime& h : hs) {
-        if (h.pid == kUnknownHolder) {
-          fallback_holder(b, o, h.ns, idle_frac);
-        } else if (h.pid == 0 && h.tid == 0) {
-          move(b, runnable, latency, h.ns, idle_frac);
-        } else {
-          blame(b, Bucket::Runnable, h.pid, h.tid, h.comm, h.ns, true, false);
-        }
+    const Piece& p = w.piece;
+    const double idle_frac = static_cast<double>(w.idle_ns) / static_cast<double>(p.e - p.s);
+    const OffCpuRow& o = rows_.offcpu[p.idx];
+    holders_buf_.clear();
+    holders_.holders(o, p.s, p.e, holders_buf_);
+    for (const HolderTime& h : holders_buf_) {
+      if (h.pid == kUnknownHolder) {
+        fallback_holder(b, o, h.ns, idle_frac);
+      } else if (h.pid == 0 && h.tid == 0) {
+        move(b, runnable, latency, h.ns, idle_frac);
+      } else {
+        blame(b, Bucket::Runnable, h.pid, h.tid, h.comm, h.ns, true, false);
       }
     }
   }
@@ -778,7 +801,6 @@ class ThreadBudgeter {
   }
 
   const TraceRows& rows_;
-  const ApiFlags& flags_;
   const CpuHolders& holders_;
   const Joins& j_;
   const SyscallKinds& kinds_;
@@ -789,6 +811,8 @@ class ThreadBudgeter {
   bool syscall_known_;
   uint32_t own_pid_ = 0, own_tid_ = 0;
   std::array<TaskTally, kBuckets> tallies_;
+  RunnableWait wait_;                    // off_cpu_split(): the runnable wait it is in
+  std::vector<HolderTime> holders_buf_;  // exact_holders(): reused
   std::array<std::unordered_map<uint32_t, int64_t>, kBuckets> syscalls_;
   std::unordered_map<uint16_t, std::tuple<uint32_t, uint32_t, uint32_t>> guess_;
 };
@@ -893,7 +917,6 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
                                           uint64_t small_copy_bytes) {
   const SyscallKinds kinds = syscall_kinds(rows);
   const CpuHolders holders(rows);
-  const ApiFlags flags(rows);
   std::unordered_set<uint32_t> gpu_tids;
   for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
   // Decided once per name, not per wake-up: the names are few, the wake-ups millions.
@@ -907,14 +930,13 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   for (const auto& [pid, ts] : by_pid)
     if (ts.size() > 1) shared.push_back(&ts);
   std::vector<std::vector<Piece>> lists(shared.size());
-  parallel_for(shared.size(),
-               [&](size_t k) { lists[k] = process_idle(rows, flags, joins, *shared[k]); });
+  parallel_for(shared.size(), [&](size_t k) { lists[k] = process_idle(rows, joins, *shared[k]); });
   std::unordered_map<uint32_t, std::vector<Piece>> shared_idle;
   for (size_t k = 0; k < shared.size(); ++k)
     shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
   std::vector<ThreadBudget> out(joins.threads.size());
   parallel_for(joins.threads.size(), [&](size_t k) {
-    ThreadBudgeter b(rows, flags, joins, kinds, gpu_tids, user_comms, holders, shared_idle,
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle,
                      small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });

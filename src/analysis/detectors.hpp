@@ -21,16 +21,16 @@ namespace gpuwhy::analysis {
 
 // Every threshold a detector uses, with its default; docs/explain.md explains each.
 struct Thresholds {
-  double high_share = 0.20;               // HIGH: >= 20% of the victim's wall time lost
-  double medium_share = 0.05;             // MEDIUM: >= 5%
-  double low_share = 0.01;                // LOW: >= 1%; below, the chain is dropped as noise
-  int64_t min_lost_ns = 1'000'000;        // and never a chain for less than 1 ms in all
+  double high_share = 0.20;         // HIGH: >= 20% of the victim's wall time lost
+  double medium_share = 0.05;       // MEDIUM: >= 5%
+  double low_share = 0.01;          // LOW: >= 1%; below, the chain is dropped as noise
+  int64_t min_lost_ns = 1'000'000;  // and never a chain for less than 1 ms in all
   // HIGH also needs 100 ms lost and 5% of the window; MEDIUM 10 ms and 1% (grade_chain).
   int64_t high_min_lost_ns = 100'000'000;
   int64_t medium_min_lost_ns = 10'000'000;
-  double dominant = 0.5;                  // a culprit "dominates" with >= 50% of the lost time
-  uint64_t small_copy_bytes = 64 * 1024;  // a D2H copy below this is a read-back, i.e. a sync
-  double loop_rate_per_s = 2.0;           // "many per second": recurring inside the step loop
+  double dominant = 0.5;  // a culprit "dominates" with >= 50% of the lost time
+  uint64_t small_copy_bytes = kSmallCopyBytes;  // a D2H copy below this is a read-back: a sync
+  double loop_rate_per_s = 2.0;                 // "many per second": recurring inside the step loop
   uint32_t loop_min_count = 10;
   double loop_spread = 0.5;  // ... and present in at least half of the active span's tenths
   int64_t max_refill_gap_ns =

@@ -418,7 +418,7 @@ Report analyze_rows(TraceRows rows, const Thresholds& th, bool part) {
   PhaseTimer timer("analyze");
   prepare_rows(rows);
   timer.lap("prepare");
-  const Joins joins = compute_joins(rows);
+  const Joins joins = compute_joins(rows, th.small_copy_bytes);
   timer.lap("joins");
   Report r;
   r.stats = compute_stats(rows, joins, th.rate_drop);

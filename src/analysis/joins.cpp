@@ -37,7 +37,9 @@ void summarize_offcpu(const TraceRows& rows, CallUnion& calls,
                       ThreadSummary& t) {
   std::unordered_map<uint64_t, size_t> pre_index, wake_index;
   RunqBlame runq;
-  auto preemptor_key = [&](const OffCpuRow& o) { return culprit_key(o.other_pid, o.other_tid, t.pid); };
+  auto preemptor_key = [&](const OffCpuRow& o) {
+    return culprit_key(o.other_pid, o.other_tid, t.pid);
+  };
   for (size_t k = ob; k < oe; ++k) {
     const OffCpuRow& o = rows.offcpu[k];
     const OffCpuParts p = clip_offcpu(o, t.first_ns, t.last_ns);
@@ -83,6 +85,17 @@ void summarize_offcpu(const TraceRows& rows, CallUnion& calls,
   }
   sort_culprits(t.preemptors);
   sort_culprits(t.wakers);
+}
+
+uint8_t call_bits_of(const ApiMeta& m, Category cat) {
+  using namespace call_bits;
+  uint8_t b = kOuter;
+  if (enqueues_work(m)) b |= kEnqueues;
+  if (drains_queue(m)) b |= kDrains;
+  if (cat == Category::Alloc || cat == Category::Free) b |= kAllocFree;
+  if (cat == Category::Copy) b |= kCopy;
+  if (cat == Category::Collective) b |= kCollective;
+  return b;
 }
 
 // Per-call overlaps of one thread. Calls are sorted by start and a thread's off-CPU intervals
@@ -235,7 +248,7 @@ int64_t Joins::stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int
   return ns;
 }
 
-Joins compute_joins(const TraceRows& rows) {
+Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
   Joins j;
   j.offcpu = tid_ranges(rows.offcpu);
   j.syscalls = tid_ranges(rows.syscalls);
@@ -244,6 +257,7 @@ Joins compute_joins(const TraceRows& rows) {
   j.cpu_samples = tid_ranges(rows.cpu_samples);
   grow_parallel(j.queued_ahead, rows.calls.size());
   grow_parallel(j.nested, rows.calls.size());
+  grow_parallel(j.bits, rows.calls.size());
   // Calls are sorted by (tid, ts): each thread is one run of them.
   const std::vector<std::pair<size_t, size_t>> runs = tid_runs(rows.calls);
   std::unordered_set<uint32_t> gpu_tids;
@@ -265,19 +279,43 @@ Joins compute_joins(const TraceRows& rows) {
     const int64_t cut = std::max(end_at, t.first_ns);
     UnionLength calls, waits;
     uint32_t queued = 0;
-    for (; i < runs[k].second; ++i) {
-      const CallRow& c = rows.calls[i];
+    // The calls' own time is cut as the span is: at its end (known after the loop; cutting at
+    // the window's end is the same) and at the end of the call before.
+    const int64_t own_cut = cont != rows.span_ends.end() ? cut : end_at;
+    int64_t own_from = t.first_ns;
+    // Sums in locals, rows through plain pointers: a store to a byte array (nested, bits) may
+    // alias anything, so members written in the loop would be reloaded and stored every call.
+    const CallRow* const cs = rows.calls.data();
+    uint8_t* const nested = j.nested.data();
+    uint8_t* const bits_of = j.bits.data();
+    uint32_t* const ahead = j.queued_ahead.data();
+    std::array<int64_t, kCallTimes> own{};
+    uint64_t launches = 0;
+    for (const size_t end = runs[k].second; i < end; ++i) {
+      const CallRow c = cs[i];
       const ApiMeta& m = rows.api(c.api);
       calls.add(c.ts, std::min(c.end(), cut));
       if (waits_for_gpu(m)) waits.add(c.ts, std::min(c.end(), cut));
-      if (i > t.call_begin && c.ts < last && c.end() <= last) j.nested[i] = 1;
+      const bool inside = i > t.call_begin && c.ts < last && c.end() <= last;
       last = std::max(last, c.end());
-      if (j.nested[i]) continue;  // the outer call already queued or drained this work
-      if (c.cat == Category::Launch || c.cat == Category::Graph) ++t.launches;
-      if (drains_queue(m) || c.cat == Category::Copy) j.queued_ahead[i] = queued;
-      if (drains_queue(m)) queued = 0;
-      if (enqueues_work(m)) ++queued;
+      if (inside) {  // the outer call already queued or drained this work
+        nested[i] = 1;
+        continue;
+      }
+      const uint8_t bits = call_bits_of(m, c.cat);
+      bits_of[i] = bits;
+      if (const int64_t s = std::max(c.ts, own_from), e = std::min(c.end(), own_cut); e > s) {
+        const uint64_t bytes = (bits & call_bits::kCopy) ? rows.ext(c).bytes : 0;
+        own[static_cast<size_t>(call_time(bits, bytes, small_copy_bytes))] += e - s;
+        own_from = e;
+      }
+      if (c.cat == Category::Launch || c.cat == Category::Graph) ++launches;
+      if ((bits & call_bits::kDrains) || c.cat == Category::Copy) ahead[i] = queued;
+      if (bits & call_bits::kDrains) queued = 0;
+      if (bits & call_bits::kEnqueues) ++queued;
     }
+    t.own_ns = own;
+    t.launches = launches;
     t.call_end = i;
     t.last_ns = cont != rows.span_ends.end() ? cut : std::max(std::min(last, end_at), t.first_ns);
     t.api_ns = calls.total();

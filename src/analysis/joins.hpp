@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -146,6 +147,31 @@ class RunqBlame {
   bool ranked_ = false;
 };
 
+// Joins::bits of one call. kOuter is set for every call that is not nested, so 0 means nested.
+namespace call_bits {
+inline constexpr uint8_t kOuter = 1;
+inline constexpr uint8_t kEnqueues = 2;     // enqueues_work(): puts work in the GPU queue
+inline constexpr uint8_t kDrains = 4;       // drains_queue(): returns when earlier work is done
+inline constexpr uint8_t kAllocFree = 8;    // category Alloc or Free
+inline constexpr uint8_t kCopy = 16;        // category Copy
+inline constexpr uint8_t kCollective = 32;  // category Collective
+}  // namespace call_bits
+
+// A copy below this many bytes is a read-back, i.e. a sync (Thresholds::small_copy_bytes).
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+// What an outermost call's own time is in the time budget (budget.hpp's buckets of the same
+// names): waiting for the GPU, a transfer, allocation, or API overhead.
+enum class CallTime : uint8_t { Api, GpuWait, Transfer, Alloc };
+inline constexpr size_t kCallTimes = 4;
+inline CallTime call_time(uint8_t bits, uint64_t copy_bytes, uint64_t small_copy_bytes) {
+  using namespace call_bits;
+  if (bits & kAllocFree) return CallTime::Alloc;
+  if ((bits & kCopy) && copy_bytes >= small_copy_bytes) return CallTime::Transfer;
+  if (bits & kCollective) return CallTime::GpuWait;  // waits for its peers, as a sync for the GPU
+  return bits & kDrains ? CallTime::GpuWait : CallTime::Api;
+}
+
 // One thread that made GPU API calls, over its active span in the window (first call's start to
 // last call's end): the denominator of every "share of wall time" about it.
 struct ThreadSummary {
@@ -163,6 +189,10 @@ struct ThreadSummary {
   uint32_t preemptions = 0, sleeps = 0;
   std::vector<Culprit> preemptors;  // by pid, most time first
   std::vector<Culprit> wakers;      // by tid, of blocked_by_app_ns, most time first
+  // Its outermost calls' own time, each cut to the span and to the end of the call before it
+  // (so they add up to api_ns), by CallTime: the time budget's share of its calls, summed here
+  // because this pass reads every call anyway.
+  std::array<int64_t, kCallTimes> own_ns{};
   int64_t span_ns() const { return last_ns - first_ns; }
   uint64_t calls() const { return call_end - call_begin; }
 };
@@ -177,6 +207,9 @@ struct Joins {
   // per call: 1 when it runs inside an earlier call of its thread (a runtime call's own driver
   // call, when both libraries are probed): totals skip these so time is not counted twice
   std::vector<uint8_t> nested;
+  // per call: what the GPU-queue model and the time budget ask of it (CallBits), 0 when nested:
+  // those passes read a byte per launch instead of its 32-byte row, API metadata and category
+  std::vector<uint8_t> bits;
   std::vector<ThreadSummary> threads;  // sorted by tid
   TidRanges offcpu, syscalls, block_io, reclaim, cpu_samples;
 
@@ -230,8 +263,9 @@ inline bool drains_queue(const ApiMeta& m) {
   }
 }
 
-// `rows` must be prepared (sorted by (tid, ts)).
-Joins compute_joins(const TraceRows& rows);
+// `rows` must be prepared (sorted by (tid, ts)). `small_copy_bytes` divides copies between
+// transfers and read-backs in ThreadSummary::own_ns.
+Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes = kSmallCopyBytes);
 
 // The union of one thread's GPU API calls over its active span, walked forward: covered() for
 // queries in time order (a thread's off-CPU intervals) without materialising the union, which

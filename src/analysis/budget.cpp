@@ -222,87 +222,25 @@ Bucket call_bucket(const TraceRows& rows, uint8_t bits, const CallRow& c,
   return bucket_of(call_time(bits, bytes, small_copy_bytes));
 }
 
-// The first index in [from, end) whose call starts at or after t (calls sorted by ts), searched
-// from `from` outwards: the next time asked is usually a few calls on, so this reads a handful of
-// rows where a binary search over a thread's millions would miss the cache a dozen times.
-inline size_t gallop_ts(const std::vector<CallRow>& calls, size_t from, size_t end, int64_t t) {
-  if (from == end || calls[from].ts >= t) return from;  // most often: nothing to skip
-  size_t lo = from, step = 1;
-  while (lo + step < end && calls[lo + step].ts < t) {
-    lo += step;
-    step *= 2;
-  }
-  // calls[lo] starts before t; the answer lies in (lo, min(lo + step, end)].
-  const auto first = calls.begin() + static_cast<std::ptrdiff_t>(lo + 1);
-  const auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step, end));
-  return static_cast<size_t>(
-      std::lower_bound(first, last, t, [](const CallRow& c, int64_t x) { return c.ts < x; }) -
-      calls.begin());
-}
-
-// The thread's outermost calls (a runtime call's own driver call is inside it) as pieces,
-// made one at a time as the sweep asks: a busy thread has millions, and writing them all out
-// first cost more than the sweep.
+// The thread's outermost calls as pieces (OuterCalls), each with the bucket its time goes to.
 class CallSource {
  public:
   CallSource(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
              uint64_t small_copy_bytes)
-      : rows_(&rows),
-        j_(&j),
-        i_(t.call_begin),
-        end_(t.call_end),
-        last_ns_(t.last_ns),
-        last_end_(t.first_ns),
-        small_copy_(small_copy_bytes) {}
-  // The next outermost call with time of its own, clipped to the span and to the previous one.
+      : rows_(&rows), j_(&j), calls_(rows, j, t), small_copy_(small_copy_bytes) {}
   bool next(Piece& p) {
-    while (i_ < end_) {
-      const size_t i = i_++;
-      const uint8_t bits = j_->bits[i];
-      if (!bits) continue;  // nested
-      const CallRow& c = rows_->calls[i];
-      const int64_t s = std::max(c.ts, last_end_);
-      const int64_t e = std::min(c.end(), last_ns_);
-      if (e <= s) continue;
-      p = {s, e, static_cast<uint32_t>(i), false, call_bucket(*rows_, bits, c, small_copy_)};
-      last_end_ = e;
-      return true;
-    }
-    return false;
+    OuterCalls::Piece c;
+    if (!calls_.next(c)) return false;
+    const uint8_t bits = j_->bits[c.idx];
+    p = {c.s, c.e, c.idx, false, call_bucket(*rows_, bits, rows_->calls[c.idx], small_copy_)};
+    return true;
   }
-  // Skips to t without making the pieces of the calls that end before it (the sweep asks about
-  // calls only where the thread was off the CPU or in a syscall: far apart on a busy thread).
-  // The next piece made is then the one covering t or the first after it, as walking would make.
-  void jump(int64_t t) {
-    // Most often the next call covers t or starts after it: nothing to skip.
-    if (i_ == end_ || rows_->calls[i_].end() > t) return;
-    const size_t g = gallop_ts(rows_->calls, i_, end_, t);  // calls before g start before t
-    // The piece covering t is the first call before g still running at t. Back from g, an
-    // outermost call that ended by t ends the search: a call before it running past t would
-    // have held it, and made it nested.
-    size_t owner = g;
-    for (size_t k = g; k > i_;) {
-      --k;
-      const CallRow& c = rows_->calls[k];
-      if (c.end() > t) {
-        owner = k;
-      } else if (j_->bits[k]) {
-        break;
-      }
-    }
-    // The pieces of the calls before the owner (or before g) all end by t; the owner's starts
-    // at its own start or at t's side of them, so clipping from t changes nothing it covers.
-    if (owner > i_) {
-      i_ = owner;
-      if (owner < end_) last_end_ = std::max(last_end_, std::min(t, rows_->calls[owner].ts));
-    }
-  }
+  void jump(int64_t t) { calls_.jump(t); }
 
  private:
   const TraceRows* rows_;
   const Joins* j_;
-  size_t i_, end_;
-  int64_t last_ns_, last_end_;
+  OuterCalls calls_;
   uint64_t small_copy_;
 };
 
@@ -558,9 +496,13 @@ class ThreadBudgeter {
         at = other;
         continue;
       }
-      cc.seek(at);
+      // Off the CPU where no call of the thread reaches (most of a busy thread's off-CPU time
+      // is between its calls: compute_joins marked those rows), the calls need not be sought.
+      const bool calls_here = !o || j_.offcpu_meets_call[o->idx] || sc.cur() || rc.cur();
+      if (calls_here) cc.seek(at);
+      const Piece* call = calls_here ? cc.cur() : nullptr;
       ic.seek(at);
-      const int64_t to = std::min(std::min(cc.bound(), ic.bound()), other);
+      const int64_t to = std::min(std::min(calls_here ? cc.bound() : kNever, ic.bound()), other);
       const int64_t ns = to - at;
       const bool fresh = o && o->idx != last_off;
       if (o) last_off = o->idx;
@@ -575,8 +517,8 @@ class ThreadBudgeter {
         }
         if (gap && waiting) wait_.idle_ns += ns;
       }
-      const Bucket counted = cc.cur() ? cc.cur()->call : gap ? Bucket::RefillGap : Bucket::HostWork;
-      const Bucket bk = classify(b, cc.cur(), o, sc.cur(), rc.cur(), ns, fresh, gap);
+      const Bucket counted = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
+      const Bucket bk = classify(b, call, o, sc.cur(), rc.cur(), ns, fresh, gap);
       if (bk != counted) {
         b.ns[static_cast<size_t>(counted)] -= ns;
         b.ns[static_cast<size_t>(bk)] += ns;

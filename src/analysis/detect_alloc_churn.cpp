@@ -22,8 +22,9 @@ Churn collect_churn(const Context& ctx, const ThreadSummary& t) {
   Churn c;
   c.t = &t;
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    // Outermost allocations and frees, from their byte: most calls are launches, not read.
+    if (!(ctx.joins.bits[i] & call_bits::kAllocFree)) continue;
     const CallRow& r = ctx.rows.calls[i];
-    if (ctx.joins.nested[i] || (r.cat != Category::Alloc && r.cat != Category::Free)) continue;
     c.idx.push_back(static_cast<uint32_t>(i));
     c.ns += r.dur;
   }

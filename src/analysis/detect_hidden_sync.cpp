@@ -38,8 +38,17 @@ SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
   std::vector<size_t> pending;                           // syncs whose refill gap is not known yet
   std::vector<std::pair<int64_t, int64_t>> other_calls;  // API calls since: their own cost
   bool launched_since = false;
+  using namespace call_bits;
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
-    if (ctx.joins.nested[i]) continue;
+    const uint8_t bits = ctx.joins.bits[i];
+    if (!bits) continue;  // nested
+    // A launch with no sync waiting for its refill gap only says the host launched since the
+    // last sync (then nothing is pending, and no other call is being collected): most calls,
+    // decided from their byte in Joins::bits without reading the row.
+    if (pending.empty() && (bits & kEnqueues) && !(bits & (kCopy | kSync))) {
+      launched_since = true;
+      continue;
+    }
     const CallRow& c = ctx.rows.calls[i];
     const ApiMeta& m = ctx.rows.api(c.api);
     const bool sync = c.cat == Category::Sync || is_readback(ctx.rows, c, m, small);

@@ -69,7 +69,7 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
   const Task& victim = ch.thread;
 
   // The individual sleeps behind the total, by the rule of ThreadSummary::blocked_by_app_ns.
-  CallUnion calls(ctx.rows, t);
+  CallUnion calls(ctx.rows, ctx.joins, t);
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
   int64_t first = -1, last = -1, longest = 0, longest_at = 0;
   uint32_t longest_waker = 0, longest_comm = 0;
@@ -116,7 +116,7 @@ void one_thread(const Context& ctx, const SiblingWaits& w, std::vector<Chain>& o
   if (futex_ns == 0) {
     // Sleeps that do not name their syscall (the syscall family's rows do): futex time outside
     // GPU calls.
-    CallUnion in_calls(ctx.rows, t);
+    CallUnion in_calls(ctx.rows, ctx.joins, t);
     auto [sb, se] = Joins::range(ctx.joins.syscalls, t.tid);
     for (size_t k = sb; k < se; ++k) {
       const SyscallRow& s = ctx.rows.syscalls[k];

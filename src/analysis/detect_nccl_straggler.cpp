@@ -127,7 +127,7 @@ struct PerStep {
 PerStep per_step(const Context& ctx, const ThreadSummary& t) {
   PerStep p;
   for (size_t i = t.call_begin; i < t.call_end; ++i)
-    if (!ctx.joins.nested[i] && ctx.rows.calls[i].cat == Category::Collective) ++p.collectives;
+    if (ctx.joins.bits[i] & call_bits::kCollective) ++p.collectives;  // outermost ones
   if (p.collectives == 0) return p;
   const ThreadBudget& b = ctx.budget(t);
   const double n = static_cast<double>(p.collectives);

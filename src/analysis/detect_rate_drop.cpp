@@ -26,7 +26,7 @@ struct TimeSplit {
 TimeSplit measure(const Context& ctx, const ThreadSummary& t, int64_t from, int64_t to) {
   TimeSplit s;
   s.len = std::max<int64_t>(to - from, 1);
-  CallUnion calls(ctx.rows, t);
+  CallUnion calls(ctx.rows, ctx.joins, t);
   RunqBlame runq;
   auto [ob, oe] = Joins::range(ctx.joins.offcpu, t.tid);
   for (size_t k = ob; k < oe; ++k) {
@@ -77,9 +77,9 @@ TimeSplit measure(const Context& ctx, const ThreadSummary& t, int64_t from, int6
       s.gpu_wait -= o.preempted_ns + o.wakeup_ns;  // the CPU's part, counted above
   }
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    if (!(ctx.joins.bits[i] & call_bits::kDrains)) continue;  // outermost drains, from a byte
     const CallRow& c = ctx.rows.calls[i];
-    if (c.ts >= from && c.ts < to && !ctx.joins.nested[i] && drains_queue(ctx.rows.api(c.api)))
-      s.gpu_wait += c.dur;
+    if (c.ts >= from && c.ts < to) s.gpu_wait += c.dur;
   }
   s.gpu_wait = std::max<int64_t>(s.gpu_wait, 0);
   auto [sb, se] = Joins::range(ctx.joins.syscalls, t.tid);

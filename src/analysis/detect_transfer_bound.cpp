@@ -46,9 +46,10 @@ ThreadCopies collect(const Context& ctx, const ThreadSummary& t, const AddressMa
   const int8_t kH2D = static_cast<int8_t>(CopyDir::HostToDevice);
   const int8_t kD2H = static_cast<int8_t>(CopyDir::DeviceToHost);
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
+    // Outermost copies, from their byte: most calls are launches, not read.
+    if (!(ctx.joins.bits[i] & call_bits::kCopy)) continue;
     const CallRow& c = ctx.rows.calls[i];
-    if (ctx.joins.nested[i] || c.cat != Category::Copy || (c.dir != kH2D && c.dir != kD2H))
-      continue;
+    if (c.dir != kH2D && c.dir != kD2H) continue;
     const CallExt& e = ctx.rows.ext(c);
     if (c.dir == kD2H && e.bytes < ctx.th.small_copy_bytes) continue;
     DirAcc& d = c.dir == kH2D ? tc.h2d : tc.d2h;

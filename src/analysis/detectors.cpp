@@ -181,8 +181,8 @@ std::vector<CollectiveWait> collective_waits(const Context& ctx) {
   std::vector<CollectiveWait> v;
   for (const ThreadSummary& t : ctx.joins.threads) {
     for (size_t i = t.call_begin; i < t.call_end; ++i) {
+      if (!(ctx.joins.bits[i] & call_bits::kCollective)) continue;  // outermost collectives
       const CallRow& c = ctx.rows.calls[i];
-      if (ctx.joins.nested[i] || c.cat != Category::Collective) continue;
       CollectiveWait w{static_cast<uint32_t>(i), c.pid, c.api, c.ts, c.end()};
       for (size_t j = i + 1; j < t.call_end; ++j) {
         if (ctx.joins.nested[j]) continue;

@@ -3,16 +3,36 @@
 #include "analysis/parallel.hpp"
 
 #include <algorithm>
+#include <span>
 #include <unordered_set>
 
 namespace gpuwhy::analysis {
 namespace {
 
-void add_culprit(std::vector<Culprit>& v, std::unordered_map<uint64_t, size_t>& index, uint64_t key,
-                 const OffCpuRow& o, int64_t ns, int64_t in_calls) {
-  auto [it, fresh] = index.try_emplace(key, v.size());
-  if (fresh) v.push_back(Culprit{o.other_pid, o.other_tid, o.other_comm});
-  Culprit& c = v[it->second];
+// Where each culprit is in its list, by key. The task looked up last comes again most often (a
+// busy neighbour preempts a thread thousands of times): a comparison before the hash.
+struct CulpritIndex {
+  std::unordered_map<uint64_t, size_t> at;
+  uint64_t last_key = 0;
+  size_t last = SIZE_MAX;
+  size_t operator[](uint64_t key) {
+    if (last == SIZE_MAX || key != last_key) {
+      last = at[key];  // as the map would: always present here
+      last_key = key;
+    }
+    return last;
+  }
+};
+
+void add_culprit(std::vector<Culprit>& v, CulpritIndex& index, uint64_t key, const OffCpuRow& o,
+                 int64_t ns, int64_t in_calls) {
+  if (index.last == SIZE_MAX || key != index.last_key) {
+    auto [it, fresh] = index.at.try_emplace(key, v.size());
+    if (fresh) v.push_back(Culprit{o.other_pid, o.other_tid, o.other_comm});
+    index.last_key = key;
+    index.last = it->second;
+  }
+  Culprit& c = v[index.last];
   // Rows are in time order: the latest name wins (a forked child is renamed by its exec).
   if (o.other_comm != 0) c.comm = o.other_comm;
   c.ns += ns;
@@ -28,14 +48,22 @@ void sort_culprits(std::vector<Culprit>& v) {
   });
 }
 
+// The part of an off-CPU row whose time inside GPU calls summarize_offcpu() counts: all of a
+// preemption, the asleep part of a sleep; cut to the thread's span.
+std::pair<int64_t, int64_t> in_calls_query(const OffCpuRow& o, const ThreadSummary& t) {
+  const int64_t s = std::max(o.ts, t.first_ns);
+  return {s, std::min(o.preempted ? o.end() : o.end() - o.runq, t.last_ns)};
+}
+
 // Off-CPU of one thread over its span: totals, the part inside calls, and who to blame. Asleep
 // inside a GPU call is the runtime waiting (for the GPU, the driver, its own helper threads), so
 // the waker is blamed there only when it is another thread that calls GPU APIs itself (holding a
 // runtime lock, say). Asleep outside calls, whoever woke the thread is what it waited for.
-void summarize_offcpu(const TraceRows& rows, CallUnion& calls,
+// `in_calls[k - ob]`: of off-CPU row k, the part of in_calls_query() inside the thread's calls.
+void summarize_offcpu(const TraceRows& rows, const std::vector<int64_t>& in_calls_of,
                       const std::unordered_set<uint32_t>& gpu_tids, size_t ob, size_t oe,
                       ThreadSummary& t) {
-  std::unordered_map<uint64_t, size_t> pre_index, wake_index;
+  CulpritIndex pre_index, wake_index;
   RunqBlame runq;
   auto preemptor_key = [&](const OffCpuRow& o) {
     return culprit_key(o.other_pid, o.other_tid, t.pid);
@@ -47,15 +75,14 @@ void summarize_offcpu(const TraceRows& rows, CallUnion& calls,
     t.off.preempted += p.preempted;
     t.off.blocked += p.blocked;
     t.off.wakeup += p.wakeup;
-    const int64_t s = std::max(o.ts, t.first_ns);
     if (o.preempted) {
-      const int64_t in_calls = calls.covered(s, std::min(o.end(), t.last_ns));
+      const int64_t in_calls = in_calls_of[k - ob];
       t.preempted_in_calls_ns += in_calls;
       ++t.preemptions;
       add_culprit(t.preemptors, pre_index, preemptor_key(o), o, p.preempted, in_calls);
       runq.preempted(o.cpu, preemptor_key(o), p.preempted);
     } else if (p.blocked > 0) {
-      const int64_t in_calls = calls.covered(s, std::min(o.end() - o.runq, t.last_ns));
+      const int64_t in_calls = in_calls_of[k - ob];
       t.blocked_in_calls_ns += in_calls;
       ++t.sleeps;
       const bool app_waker = o.other_tid != t.tid && gpu_tids.count(o.other_tid) > 0;
@@ -95,25 +122,111 @@ uint8_t call_bits_of(const ApiMeta& m, Category cat) {
   if (cat == Category::Alloc || cat == Category::Free) b |= kAllocFree;
   if (cat == Category::Copy) b |= kCopy;
   if (cat == Category::Collective) b |= kCollective;
+  if (cat == Category::Sync) b |= kSync;
   return b;
 }
 
-// Per-call overlaps of one thread. Calls are sorted by start and a thread's off-CPU intervals
-// and syscalls never overlap one another, so their ends are sorted too and one forward pointer
-// per table finds everything overlapping each call (nested calls start later, never earlier).
-void join_calls(const TraceRows& rows, const Joins& j, const ThreadSummary& t,
-                std::vector<CallOverlap>& out) {
+// The calls of one thread that overlap [a, b) (nested ones too), appended to `out`. `from`: a
+// call index at or before the first call starting at or after a (a cursor for rows in time
+// order); returns that first call's index. The calls before it still running at a are found
+// walking back: an outermost call that ended by a ends the walk, since a call before it running
+// past a would have held it, and made it nested.
+size_t calls_overlapping(const TraceRows& rows, const Joins& j, const ThreadSummary& t, int64_t a,
+                         int64_t b, size_t from, std::vector<uint32_t>& out) {
+  const size_t g = gallop_ts(rows.calls, from, t.call_end, a);
+  if (b <= a) return g;
+  for (size_t k = g; k > t.call_begin;) {
+    --k;
+    if (rows.calls[k].end() > a) {
+      out.push_back(static_cast<uint32_t>(k));
+    } else if (j.bits[k]) {
+      break;
+    }
+  }
+  for (size_t k = g; k < t.call_end && rows.calls[k].ts < b; ++k)
+    out.push_back(static_cast<uint32_t>(k));
+  return g;
+}
+
+// Per-call overlaps of one thread. Only the calls that some off-CPU interval, syscall or block
+// I/O request of the thread overlaps can have one: those are found from the rows (far fewer than
+// the calls of a busy thread), then each is joined as before. Calls are sorted by start and a
+// thread's off-CPU intervals and syscalls never overlap one another, so their ends are sorted too
+// and one forward pointer per table finds everything overlapping each call (nested calls start
+// later, never earlier).
+// Time of [x, y) inside the union of calls `idx` (each cut at the span's end): the few calls
+// around one off-CPU interval.
+int64_t union_in(const TraceRows& rows, const ThreadSummary& t, std::span<const uint32_t> idx,
+                 int64_t x, int64_t y) {
+  if (y <= x) return 0;
+  if (idx.size() == 1) {  // most often: one call around the interval
+    const CallRow& c = rows.calls[idx[0]];
+    return overlap_ns(c.ts, std::min(c.end(), t.last_ns), x, y);
+  }
+  std::pair<int64_t, int64_t> small[16];
+  std::vector<std::pair<int64_t, int64_t>> big;
+  std::pair<int64_t, int64_t>* parts = small;
+  if (idx.size() > std::size(small)) {
+    big.resize(idx.size());
+    parts = big.data();
+  }
+  size_t n = 0;
+  for (const uint32_t i : idx) {
+    const CallRow& c = rows.calls[i];
+    const int64_t a = std::max(c.ts, x), b = std::min({c.end(), t.last_ns, y});
+    if (b > a) parts[n++] = {a, b};
+  }
+  std::sort(parts, parts + n);
+  UnionLength u;
+  for (size_t k = 0; k < n; ++k) u.add(parts[k].first, parts[k].second);
+  return u.total();
+}
+
+void join_calls(const TraceRows& rows, Joins& j, const ThreadSummary& t,
+                std::vector<CallOverlap>& out, std::vector<int64_t>& in_calls) {
   auto [ob, oe] = Joins::range(j.offcpu, t.tid);
   auto [sb, se] = Joins::range(j.syscalls, t.tid);
   auto [bb, be] = Joins::range(j.block_io, t.tid);
   int64_t max_io = 0;
   for (size_t k = bb; k < be; ++k) max_io = std::max(max_io, rows.block_io[k].dur);
+  std::vector<uint32_t> cand;
+  // Off-CPU rows and syscalls come in time order: each search starts where the last one ended.
+  size_t cursor = t.call_begin;
+  in_calls.assign(oe - ob, 0);
+  std::vector<uint32_t> far;
+  for (size_t k = ob; k < oe; ++k) {
+    const OffCpuRow& o = rows.offcpu[k];
+    const size_t first = cand.size();
+    cursor = calls_overlapping(rows, j, t, o.ts, o.end(), cursor, cand);
+    j.offcpu_meets_call[k] = cand.size() > first;  // this thread's rows only: no race
+    // What summarize_offcpu() asks of the row, from the calls just found: they are all the calls
+    // overlapping it, unless the query reaches past the row (a run-queue tail recorded negative).
+    const auto [x, y] = in_calls_query(o, t);
+    if (y <= x) continue;
+    if (x >= o.ts && y <= o.end()) {
+      in_calls[k - ob] = union_in(rows, t, std::span(cand).subspan(first), x, y);
+    } else {
+      far.clear();
+      calls_overlapping(rows, j, t, x, y, t.call_begin, far);
+      in_calls[k - ob] = union_in(rows, t, far, x, y);
+    }
+  }
+  cursor = t.call_begin;
+  for (size_t k = sb; k < se; ++k) {
+    cursor =
+        calls_overlapping(rows, j, t, rows.syscalls[k].ts, rows.syscalls[k].end(), cursor, cand);
+  }
+  for (size_t k = bb; k < be; ++k) {  // requests may overlap one another: each searched afresh
+    calls_overlapping(rows, j, t, rows.block_io[k].ts, rows.block_io[k].end(), t.call_begin, cand);
+  }
+  std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
   size_t op = ob, sp = sb;
-  for (size_t i = t.call_begin; i < t.call_end; ++i) {
+  for (const uint32_t i : cand) {
     const CallRow& c = rows.calls[i];
     const int64_t end = c.end();
     CallOverlap ov;
-    ov.call = static_cast<uint32_t>(i);
+    ov.call = i;
     while (op < oe && rows.offcpu[op].end() <= c.ts) ++op;
     int64_t best = 0;
     for (size_t k = op; k < oe && rows.offcpu[k].ts < end; ++k) {
@@ -168,28 +281,22 @@ std::optional<SegmentMerger::Segment> SegmentMerger::flush() {
   return cur_;
 }
 
-CallUnion::CallUnion(const TraceRows& rows, const ThreadSummary& t)
-    : calls_(rows.calls), next_(t.call_begin), end_(t.call_end), clip_(t.last_ns) {}
-
-std::optional<SegmentMerger::Segment> CallUnion::next_segment() {
-  while (next_ < end_) {
-    const CallRow& c = calls_[next_++];
-    if (auto s = merger_.add(c.ts, std::min(c.end(), clip_))) return s;
-  }
-  return merger_.flush();
-}
-
 int64_t CallUnion::covered(int64_t from, int64_t to) {
   if (to <= from) return 0;
-  while (!kept_.empty() && kept_.front().second <= from) kept_.pop_front();
-  while (kept_.empty() || kept_.back().first < to) {
-    const auto s = next_segment();
-    if (!s) break;
-    if (s->second > from) kept_.push_back(*s);  // else wholly before this and every later query
+  while (!kept_.empty() && kept_.front().e <= from) kept_.pop_front();
+  // Nothing kept: every piece made so far ends by `from`, so the calls up to it can be skipped.
+  if (kept_.empty() && !done_) calls_.jump(from);
+  while (!done_ && (kept_.empty() || kept_.back().s < to)) {
+    OuterCalls::Piece p;
+    if (!calls_.next(p)) {
+      done_ = true;
+      break;
+    }
+    if (p.e > from) kept_.push_back(p);  // else wholly before this and every later query
   }
   int64_t n = 0;
-  for (auto it = kept_.begin(); it != kept_.end() && it->first < to; ++it)
-    n += overlap_ns(it->first, it->second, from, to);
+  for (auto it = kept_.begin(); it != kept_.end() && it->s < to; ++it)
+    n += overlap_ns(it->s, it->e, from, to);
   return n;
 }
 
@@ -258,6 +365,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
   grow_parallel(j.queued_ahead, rows.calls.size());
   grow_parallel(j.nested, rows.calls.size());
   grow_parallel(j.bits, rows.calls.size());
+  j.offcpu_meets_call.assign(rows.offcpu.size(), 1);  // rows of no GPU thread: never asked
   // Calls are sorted by (tid, ts): each thread is one run of them.
   const std::vector<std::pair<size_t, size_t>> runs = tid_runs(rows.calls);
   std::unordered_set<uint32_t> gpu_tids;
@@ -320,12 +428,15 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     t.last_ns = cont != rows.span_ends.end() ? cut : std::max(std::min(last, end_at), t.first_ns);
     t.api_ns = calls.total();
     t.waiting_api_ns = waits.total();
-    auto [ob, oe] = Joins::range(j.offcpu, t.tid);
-    CallUnion in_calls(rows, t);
-    summarize_offcpu(rows, in_calls, gpu_tids, ob, oe, t);
   });
   std::vector<std::vector<CallOverlap>> overlaps(j.threads.size());
-  parallel_for(j.threads.size(), [&](size_t k) { join_calls(rows, j, j.threads[k], overlaps[k]); });
+  parallel_for(j.threads.size(), [&](size_t k) {
+    ThreadSummary& t = j.threads[k];
+    std::vector<int64_t> in_calls;  // per off-CPU row of the thread
+    join_calls(rows, j, t, overlaps[k], in_calls);
+    auto [ob, oe] = Joins::range(j.offcpu, t.tid);
+    summarize_offcpu(rows, in_calls, gpu_tids, ob, oe, t);
+  });
   for (const auto& v : overlaps) j.overlaps.insert(j.overlaps.end(), v.begin(), v.end());
   // Threads come out in tid order because calls are sorted by (tid, ts); overlaps likewise.
   return j;

@@ -155,6 +155,7 @@ inline constexpr uint8_t kDrains = 4;       // drains_queue(): returns when earl
 inline constexpr uint8_t kAllocFree = 8;    // category Alloc or Free
 inline constexpr uint8_t kCopy = 16;        // category Copy
 inline constexpr uint8_t kCollective = 32;  // category Collective
+inline constexpr uint8_t kSync = 64;        // category Sync
 }  // namespace call_bits
 
 // A copy below this many bytes is a read-back, i.e. a sync (Thresholds::small_copy_bytes).
@@ -210,6 +211,9 @@ struct Joins {
   // per call: what the GPU-queue model and the time budget ask of it (CallBits), 0 when nested:
   // those passes read a byte per launch instead of its 32-byte row, API metadata and category
   std::vector<uint8_t> bits;
+  // per off-CPU row (TraceRows::offcpu): 1 when a call of its thread may overlap it (0: none
+  // does), so the time budget looks for calls only there
+  std::vector<uint8_t> offcpu_meets_call;
   std::vector<ThreadSummary> threads;  // sorted by tid
   TidRanges offcpu, syscalls, block_io, reclaim, cpu_samples;
 
@@ -267,23 +271,106 @@ inline bool drains_queue(const ApiMeta& m) {
 // transfers and read-backs in ThreadSummary::own_ns.
 Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes = kSmallCopyBytes);
 
+// The first index in [from, end) whose call starts at or after t (calls sorted by ts), searched
+// from `from` outwards: the next time asked is usually a few calls on, so this reads a handful of
+// rows where a binary search over a thread's millions would miss the cache a dozen times.
+inline size_t gallop_ts(const std::vector<CallRow>& calls, size_t from, size_t end, int64_t t) {
+  if (from == end || calls[from].ts >= t) return from;  // most often: nothing to skip
+  size_t lo = from, step = 1;
+  while (lo + step < end && calls[lo + step].ts < t) {
+    lo += step;
+    step *= 2;
+  }
+  // calls[lo] starts before t; the answer lies in (lo, min(lo + step, end)].
+  const auto first = calls.begin() + static_cast<std::ptrdiff_t>(lo + 1);
+  const auto last = calls.begin() + static_cast<std::ptrdiff_t>(std::min(lo + step, end));
+  return static_cast<size_t>(
+      std::lower_bound(first, last, t, [](const CallRow& c, int64_t x) { return c.ts < x; }) -
+      calls.begin());
+}
+
+// One thread's outermost calls (a runtime call's own driver call is inside it) as disjoint
+// pieces in time order, each cut to the span and to the end of the piece before it: together
+// they are the union of its calls over its span. Made one at a time, as a forward walk asks;
+// jump() skips the millions of launches between the times a sparse walk asks about.
+// Needs j.bits of the thread's calls (compute_joins sets them before anything reads this).
+class OuterCalls {
+ public:
+  struct Piece {
+    int64_t s = 0, e = 0;
+    uint32_t idx = 0;  // the call: TraceRows::calls[idx]
+  };
+  OuterCalls(const TraceRows& rows, const Joins& j, const ThreadSummary& t)
+      : calls_(rows.calls.data()),
+        all_(&rows.calls),
+        bits_(j.bits.data()),
+        i_(t.call_begin),
+        end_(t.call_end),
+        last_ns_(t.last_ns),
+        last_end_(t.first_ns) {}
+  // The next piece; false after the last.
+  bool next(Piece& p) {
+    while (i_ < end_) {
+      const size_t i = i_++;
+      if (!bits_[i]) continue;  // nested
+      const CallRow& c = calls_[i];
+      const int64_t s = std::max(c.ts, last_end_);
+      const int64_t e = std::min(c.end(), last_ns_);
+      if (e <= s) continue;
+      p = {s, e, static_cast<uint32_t>(i)};
+      last_end_ = e;
+      return true;
+    }
+    return false;
+  }
+  // Skips to t: the next piece made is the one covering t, or the first after it, as walking
+  // would make it. Only when every piece made so far ends by t.
+  void jump(int64_t t) {
+    // Most often the next call covers t or starts after it: nothing to skip.
+    if (i_ == end_ || calls_[i_].end() > t) return;
+    const size_t g = gallop_ts(*all_, i_, end_, t);  // calls before g start before t
+    // The piece covering t is the first call before g still running at t. Back from g, an
+    // outermost call that ended by t ends the search: a call before it running past t would
+    // have held it, and made it nested.
+    size_t owner = g;
+    for (size_t k = g; k > i_;) {
+      --k;
+      if (calls_[k].end() > t) {
+        owner = k;
+      } else if (bits_[k]) {
+        break;
+      }
+    }
+    // The pieces of the calls before the owner (or before g) all end by t; the owner's starts
+    // at or before t either way, so cutting it from t changes nothing a later walk sees.
+    if (owner > i_) {
+      i_ = owner;
+      if (owner < end_) last_end_ = std::max(last_end_, std::min(t, calls_[owner].ts));
+    }
+  }
+
+ private:
+  const CallRow* calls_;
+  const std::vector<CallRow>* all_;
+  const uint8_t* bits_;
+  size_t i_, end_;
+  int64_t last_ns_, last_end_;
+};
+
 // The union of one thread's GPU API calls over its active span, walked forward: covered() for
 // queries in time order (a thread's off-CPU intervals) without materialising the union, which
-// for a dispatch thread is millions of segments.
+// for a dispatch thread is millions of segments, and without reading the calls between queries.
 class CallUnion {
  public:
-  CallUnion(const TraceRows& rows, const ThreadSummary& t);
+  CallUnion(const TraceRows& rows, const Joins& j, const ThreadSummary& t) : calls_(rows, j, t) {}
   // Time of [from, to) inside the thread's calls. `from` must never be less than in the
-  // previous query: segments that end before it are dropped for good.
+  // previous query: pieces that end before it are dropped for good.
   int64_t covered(int64_t from, int64_t to);
 
  private:
-  std::optional<SegmentMerger::Segment> next_segment();
-  const std::vector<CallRow>& calls_;
-  size_t next_, end_;
-  int64_t clip_;  // the span's end: calls running past it count up to it
-  SegmentMerger merger_;
-  std::deque<SegmentMerger::Segment> kept_;  // may still overlap a later query, by start
+  OuterCalls calls_;
+  bool done_ = false;                   // every piece made
+  std::deque<OuterCalls::Piece> kept_;  // may still overlap a later query, by start
 };
 
 // [begin, end) of each thread's rows in a (tid, ts)-sorted vector, in tid order: one binary

@@ -2,6 +2,9 @@
 // The per-call joins: interval clipping, the split of off-CPU time, queued work ahead of waits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "analysis/joins.hpp"
 #include "analysis_test_util.hpp"
 
@@ -62,13 +65,121 @@ TEST(AnalysisJoin, CoverageOfAThreadsCalls) {
   const Joins j = compute_joins(rows);
   ASSERT_EQ(j.threads.size(), 1u);
   EXPECT_EQ(j.threads[0].api_ns, 30 * kMs);
-  CallUnion u(rows, j.threads[0]);
+  CallUnion u(rows, j, j.threads[0]);
   auto at = RowsBuilder::at;
   EXPECT_EQ(u.covered(at(5), at(45)), (5 + 10 + 5) * kMs);
   EXPECT_EQ(u.covered(at(10), at(20)), 0);
   EXPECT_EQ(u.covered(at(10), at(100)), 20 * kMs);  // overlaps the previous query
   EXPECT_EQ(u.covered(at(25), at(26)), 1 * kMs);
   EXPECT_EQ(u.covered(at(60), at(70)), 0);
+}
+
+// The walks that skip calls (OuterCalls::jump, CallUnion, the per-call overlaps found from the
+// off-CPU rows) against brute force, on a thread whose calls nest (a runtime call's driver
+// call), overlap partly (a stray overlap) and leave gaps: skipping must never change an answer.
+TEST(AnalysisJoin, SkippingWalksAgreeWithBruteForce) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    RowsBuilder b(2'000);
+    b.process(100, "trainer");
+    double at = 1.0;
+    for (int i = 0; i < 400; ++i) {
+      const int64_t dur = static_cast<int64_t>(rng() % 3000) * kUs / 10;  // 0 .. 300 µs
+      b.call(100, 100, i % 7 == 0 ? "cudaStreamSynchronize" : "cudaLaunchKernel", at, dur);
+      if (rng() % 4 == 0 && dur > 2 * kUs)  // a driver call inside it
+        b.call(100, 100, "cuLaunchKernel", at + 0.0005, dur / 2);
+      if (rng() % 10 == 0) {  // the next call starts inside this one and ends after it
+        at += static_cast<double>(dur) / kMs / 2;
+        continue;
+      }
+      at += static_cast<double>(dur) / kMs + static_cast<double>(rng() % 500) / 1000.0;
+    }
+    double off = 1.0;
+    while (off < at) {  // off-CPU rows of the thread: disjoint, in time order
+      const int64_t dur = static_cast<int64_t>(1 + rng() % 400) * kUs;
+      if (rng() % 2) {
+        b.preempt(100, 100, off, dur, 7, "hog");
+      } else {
+        b.block(100, 100, off, dur, 8, 8, "waker", dur / 4);
+      }
+      off += static_cast<double>(dur) / kMs + static_cast<double>(rng() % 3000) / 1000.0;
+    }
+    const TraceRows rows = b.build();
+    const Joins j = compute_joins(rows);
+    ASSERT_EQ(j.threads.size(), 1u);
+    const ThreadSummary& t = j.threads[0];
+    // Brute force: the union of every call, cut at the span's end.
+    auto union_of = [&](int64_t x, int64_t y) {
+      std::vector<std::pair<int64_t, int64_t>> v;
+      for (size_t i = t.call_begin; i < t.call_end; ++i) {
+        const int64_t s = std::max(rows.calls[i].ts, x);
+        const int64_t e = std::min({rows.calls[i].end(), t.last_ns, y});
+        if (e > s) v.emplace_back(s, e);
+      }
+      std::sort(v.begin(), v.end());
+      UnionLength u;
+      for (auto [s, e] : v) u.add(s, e);
+      return u.total();
+    };
+    // The pieces a walk that never jumps makes, and the pieces seen through jumps.
+    std::vector<OuterCalls::Piece> all;
+    OuterCalls walk(rows, j, t);
+    for (OuterCalls::Piece p; walk.next(p);) all.push_back(p);
+    int64_t pieces_ns = 0;
+    for (const auto& p : all) pieces_ns += p.e - p.s;
+    EXPECT_EQ(pieces_ns, union_of(t.first_ns, t.last_ns));
+    CallUnion u(rows, j, t);
+    OuterCalls jumping(rows, j, t);
+    OuterCalls::Piece cur{};
+    bool have = jumping.next(cur);
+    int64_t q = t.first_ns;
+    while (q < t.last_ns) {
+      const int64_t len = static_cast<int64_t>(rng() % 2000) * kUs / 10;
+      EXPECT_EQ(u.covered(q, q + len), union_of(q, q + len)) << "round " << round;
+      // The piece covering q, if any, as the walk without jumps has it.
+      if (have && cur.e <= q) {
+        jumping.jump(q);
+        have = jumping.next(cur);
+        while (have && cur.e <= q) have = jumping.next(cur);
+      }
+      const auto it = std::find_if(all.begin(), all.end(), [&](auto& p) { return p.e > q; });
+      ASSERT_EQ(have, it != all.end());
+      if (have) {
+        EXPECT_EQ(cur.idx, it->idx);
+        EXPECT_EQ(cur.e, it->e);
+        EXPECT_EQ(cur.s <= q, it->s <= q);
+      }
+      q += static_cast<int64_t>(rng() % 5000) * kUs / 10;
+    }
+    // The per-call overlaps, from the off-CPU rows, against every call against every row.
+    for (size_t i = t.call_begin; i < t.call_end; ++i) {
+      const CallRow& c = rows.calls[i];
+      OffCpuParts want;
+      for (const OffCpuRow& o : rows.offcpu) {
+        const OffCpuParts p = clip_offcpu(o, c.ts, c.end());
+        want.preempted += p.preempted;
+        want.blocked += p.blocked;
+        want.wakeup += p.wakeup;
+      }
+      const CallOverlap* got = j.overlap(static_cast<uint32_t>(i));
+      EXPECT_EQ(got ? got->preempted_ns : 0, want.preempted) << "call " << i;
+      EXPECT_EQ(got ? got->blocked_ns : 0, want.blocked) << "call " << i;
+      EXPECT_EQ(got ? got->wakeup_ns : 0, want.wakeup) << "call " << i;
+    }
+    // The off-CPU time inside calls, per row, as the thread's summary adds it up.
+    int64_t preempted_in = 0, blocked_in = 0;
+    for (const OffCpuRow& o : rows.offcpu) {
+      const int64_t s = std::max(o.ts, t.first_ns);
+      if (clip_offcpu(o, t.first_ns, t.last_ns).total() == 0) continue;
+      if (o.preempted) {
+        preempted_in += union_of(s, std::min(o.end(), t.last_ns));
+      } else if (clip_offcpu(o, t.first_ns, t.last_ns).blocked > 0) {
+        blocked_in += union_of(s, std::min(o.end() - o.runq, t.last_ns));
+      }
+    }
+    EXPECT_EQ(t.preempted_in_calls_ns, preempted_in);
+    EXPECT_EQ(t.blocked_in_calls_ns, blocked_in);
+  }
 }
 
 TEST(AnalysisJoin, PerCallOverlapUsesOnlyTheCallersThreadAndClips) {

@@ -371,7 +371,8 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
   std::unordered_set<uint32_t> gpu_tids;
   for (const auto& [b, e] : runs) gpu_tids.insert(rows.calls[b].tid);
   j.threads.resize(runs.size());
-  parallel_for(runs.size(), [&](size_t k) {
+  const auto calls_of = [&](size_t k) { return runs[k].second - runs[k].first; };
+  parallel_for_largest_first(runs.size(), calls_of, [&](size_t k) {
     ThreadSummary& t = j.threads[k];
     size_t i = runs[k].first;
     t.tid = rows.calls[i].tid;
@@ -430,7 +431,12 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     t.waiting_api_ns = waits.total();
   });
   std::vector<std::vector<CallOverlap>> overlaps(j.threads.size());
-  parallel_for(j.threads.size(), [&](size_t k) {
+  // The second pass reads each thread's off-CPU rows and the calls around them.
+  const auto off_of = [&](size_t k) {
+    const auto [ob, oe] = Joins::range(j.offcpu, j.threads[k].tid);
+    return oe - ob + j.threads[k].calls() / 16;
+  };
+  parallel_for_largest_first(j.threads.size(), off_of, [&](size_t k) {
     ThreadSummary& t = j.threads[k];
     std::vector<int64_t> in_calls;  // per off-CPU row of the thread
     join_calls(rows, j, t, overlaps[k], in_calls);

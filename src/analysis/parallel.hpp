@@ -34,6 +34,18 @@ void parallel_for(size_t n, Fn fn) {
   for (std::thread& t : threads) t.join();
 }
 
+// parallel_for over items of uneven size (a trace's threads: a dispatch thread with millions of
+// calls beside helpers with a few): the biggest first, by cost(i), so the last item to start is a
+// small one and no core idles while another finishes a big one alone.
+template <class Cost, class Fn>
+void parallel_for_largest_first(size_t n, Cost cost, Fn fn) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cost(a) > cost(b); });
+  parallel_for(n, [&](size_t i) { fn(order[i]); });
+}
+
 // Grows `v` by n default elements, their pages faulted in by every core first: a vector of
 // millions of rows costs mostly page faults, which resize() alone would take one by one here.
 template <class T>

@@ -335,7 +335,9 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
   // calls: bucket counts, then the durations of the buckets the percentiles fall in.
   const size_t nt = joins.threads.size();
   std::vector<ThreadOps> ops(nt);
-  parallel_for(nt, [&](size_t k) { ops[k] = count_ops(rows, joins, joins.threads[k]); });
+  const auto calls_of = [&](size_t k) { return joins.threads[k].calls(); };
+  parallel_for_largest_first(nt, calls_of,
+                             [&](size_t k) { ops[k] = count_ops(rows, joins, joins.threads[k]); });
   std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
   std::vector<size_t> all(nt);
   for (size_t k = 0; k < nt; ++k) {
@@ -347,7 +349,8 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
   std::map<uint32_t, std::vector<PlannedOp>> process_plan;
   for (const auto& [pid, ks] : threads_of) process_plan[pid] = plan_ops(ops, ks);
   std::vector<PlannedOp> trace_plan = plan_ops(ops, all, &st.op_hists);
-  parallel_for(nt, [&](size_t k) { keep_wanted(rows, joins.threads[k], ops[k]); });
+  parallel_for_largest_first(nt, calls_of,
+                             [&](size_t k) { keep_wanted(rows, joins.threads[k], ops[k]); });
 
   std::map<uint32_t, ProcessStats> procs;
   for (size_t k = 0; k < nt; ++k) {

@@ -115,6 +115,7 @@ class Walker {
   }
   // The piece covering the time last sought, if any.
   const Piece* cur() const { return cur_; }
+  Source& source() { return src_; }
   // The first boundary (a start or an end) after the time last sought; kNever when none.
   int64_t bound() const { return bound_; }
   const Piece* at(int64_t t) {
@@ -236,6 +237,7 @@ class CallSource {
     return true;
   }
   void jump(int64_t t) { calls_.jump(t); }
+  void hint(size_t first) { calls_.hint(first); }
 
  private:
   const TraceRows* rows_;
@@ -244,29 +246,53 @@ class CallSource {
   uint64_t small_copy_;
 };
 
+// GPU-idle stretches, and for each thread that reads them where in its calls to start looking
+// for the ones inside each stretch: the search that found the stretch passed there already, and
+// a second search from the thread's previous stretch, ~100 launches back, cost more than the
+// sweep it serves.
+struct IdleList {
+  std::vector<Piece> pieces;
+  std::vector<uint32_t> tids;  // the threads the hints are for
+  std::vector<size_t> hints;   // [piece * tids.size() + thread]: a call index at or before the
+                               // first call of that thread starting at or after the piece
+  size_t hint(size_t piece, size_t thread) const { return hints[piece * tids.size() + thread]; }
+  size_t thread_of(uint32_t tid) const {
+    return static_cast<size_t>(std::find(tids.begin(), tids.end(), tid) - tids.begin());
+  }
+};
+
 // The times a thread had no GPU work queued: from the end of a call that drained its queue to
 // the start of its next call that queued work (clipped to `clip`). Only enqueues and drains
 // change the state, and only an enqueue after a drain or a drain after an enqueue needs the row:
 // a byte per launch otherwise.
-std::vector<Piece> thread_idle(const TraceRows& rows, const Joins& j, const ThreadSummary& t) {
+IdleList thread_idle(const TraceRows& rows, const Joins& j, const ThreadSummary& t) {
   using namespace call_bits;
-  std::vector<Piece> out;
+  IdleList out;
+  out.tids = {t.tid};
   const int64_t clip = t.last_ns;
   int64_t idle_from = -1;  // end of the drain that emptied the queue; -1 while work is queued
+  size_t drain = 0;        // its index: it starts before the stretch
+  auto add = [&](int64_t e) {
+    out.pieces.push_back({idle_from, e, 0});
+    out.hints.push_back(drain);
+  };
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
     const uint8_t bits = j.bits[i];
     if (idle_from < 0) {
-      if (bits & kDrains) idle_from = rows.calls[i].end();
+      if (bits & kDrains) {
+        idle_from = rows.calls[i].end();
+        drain = i;
+      }
       continue;
     }
     if (!(bits & kEnqueues)) continue;
     const CallRow& c = rows.calls[i];
     // A drain that ended inside a later call (overlapping calls) makes no piece.
-    if (c.ts > idle_from && std::min(c.ts, clip) > idle_from)
-      out.push_back({idle_from, std::min(c.ts, clip), 0});
+    if (c.ts > idle_from && std::min(c.ts, clip) > idle_from) add(std::min(c.ts, clip));
     idle_from = (bits & kDrains) ? c.end() : -1;
+    drain = i;
   }
-  if (idle_from >= 0 && idle_from < clip) out.push_back({idle_from, clip, 0});
+  if (idle_from >= 0 && idle_from < clip) add(clip);
   return out;
 }
 
@@ -274,8 +300,8 @@ std::vector<Piece> thread_idle(const TraceRows& rows, const Joins& j, const Thre
 // outermost calls in time order: a sync on one thread empties the queue the others fill, and a
 // launch from any of them fills it (PyTorch queues the backward pass from its autograd thread,
 // the forward pass and the syncs from the main thread, on one stream).
-std::vector<Piece> process_idle(const TraceRows& rows, const Joins& j,
-                                const std::vector<const ThreadSummary*>& threads) {
+IdleList process_idle(const TraceRows& rows, const Joins& j,
+                      const std::vector<const ThreadSummary*>& threads) {
   // thread_idle's state machine over all the threads' outermost calls in (ts, index) order,
   // without merging the millions of launches: the queue empties at a drain (a sync, a few per
   // step) and fills at the first enqueue after it on any thread, which a search forward from
@@ -326,21 +352,26 @@ std::vector<Piece> process_idle(const TraceRows& rows, const Joins& j,
     }
     return best;
   };
-  std::vector<Piece> out;
+  IdleList out;
+  for (const ThreadSummary* t : threads) out.tids.push_back(t->tid);
+  // next_enqueue() left each thread's `from` at its first call not before the drain's start.
+  auto add = [&](int64_t s, int64_t e) {
+    if (e <= s) return;
+    out.pieces.push_back({s, e, 0});
+    out.hints.insert(out.hints.end(), from.begin(), from.end());
+  };
   for (size_t d = 0; d < drains.size();) {
     const Drain& dr = drains[d];
     const Key fill = next_enqueue(dr.key);
     if (fill.first == std::numeric_limits<int64_t>::max()) {  // empty to the end
-      const int64_t end = std::min(clip, next_call);
-      if (dr.end < end) out.push_back({dr.end, end, 0});
+      add(dr.end, std::min(clip, next_call));
       break;
     }
     // A drain that ended inside a later call (overlapping calls) makes no piece.
-    if (fill.first > dr.end) out.push_back({dr.end, std::min(fill.first, clip), 0});
+    if (fill.first > dr.end) add(dr.end, std::min(fill.first, clip));
     // Drains while the queue was empty change nothing: the next one that counts follows the fill.
     while (d < drains.size() && drains[d].key < fill) ++d;
   }
-  std::erase_if(out, [](const Piece& p) { return p.e <= p.s; });
   return out;
 }
 
@@ -381,7 +412,7 @@ class ThreadBudgeter {
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
                  const std::unordered_set<uint32_t>& gpu_tids,
                  const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
-                 const std::unordered_map<uint32_t, std::vector<Piece>>& shared_idle,
+                 const std::unordered_map<uint32_t, IdleList>& shared_idle,
                  uint64_t small_copy_bytes)
       : rows_(rows),
         holders_(holders),
@@ -409,9 +440,10 @@ class ThreadBudgeter {
         pieces_of(rows_.reclaim, Joins::range(j_.reclaim, t.tid), t.first_ns, t.last_ns);
     runq_guess(off_rows);
 
-    std::vector<Piece> own_idle;
-    const std::vector<Piece>& idle = idle_of(t, own_idle);
-    on_cpu_split(b, t, idle);
+    IdleList own_idle;
+    const IdleList& idle_list = idle_of(t, own_idle);
+    const std::vector<Piece>& idle = idle_list.pieces;
+    on_cpu_split(b, t, idle_list);
     off_cpu_split(b, t, off_rows, sys, rec, idle);
     for (const Piece& p : idle) {
       const int64_t s = std::max(p.s, t.first_ns), e = std::min(p.e, t.last_ns);
@@ -438,7 +470,7 @@ class ThreadBudgeter {
  private:
   // The thread's GPU-idle stretches: its process's (process_idle) when it shares the queue with
   // other GPU threads, else its own, made into `own`.
-  const std::vector<Piece>& idle_of(const ThreadSummary& t, std::vector<Piece>& own) const {
+  const IdleList& idle_of(const ThreadSummary& t, IdleList& own) const {
     if (auto it = shared_idle_.find(t.pid); it != shared_idle_.end()) return it->second;
     own = thread_idle(rows_, j_, t);
     return own;
@@ -448,7 +480,7 @@ class ThreadBudgeter {
   // by compute_joins), the rest to host work, or to refill gap while its GPU queue was empty;
   // and each bucket's GPU-idle part. Only the calls inside GPU-idle stretches are read here
   // (few: the queue fills again at the next launch), not the millions of launches.
-  void on_cpu_split(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& idle) {
+  void on_cpu_split(ThreadBudget& b, const ThreadSummary& t, const IdleList& idle) {
     int64_t in_calls = 0;
     for (size_t k = 0; k < kCallTimes; ++k) {
       b.ns[static_cast<size_t>(bucket_of(static_cast<CallTime>(k)))] += t.own_ns[k];
@@ -456,7 +488,10 @@ class ThreadBudgeter {
     }
     int64_t refill = 0;
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
-    for (const Piece& p : idle) {
+    const size_t me = idle.thread_of(t.tid);
+    for (size_t i = 0; i < idle.pieces.size(); ++i) {
+      const Piece& p = idle.pieces[i];
+      cc.source().hint(idle.hint(i, me));
       const int64_t to = std::min(p.e, t.last_ns);
       for (int64_t at = std::max(p.s, t.first_ns); at < to;) {
         cc.seek(at);
@@ -748,7 +783,7 @@ class ThreadBudgeter {
   const SyscallKinds& kinds_;
   const std::unordered_set<uint32_t>& gpu_tids_;
   const std::unordered_set<uint32_t>& user_comms_;  // strings.id of task names not the kernel's
-  const std::unordered_map<uint32_t, std::vector<Piece>>& shared_idle_;  // by pid (process_idle)
+  const std::unordered_map<uint32_t, IdleList>& shared_idle_;  // by pid (process_idle)
   uint64_t small_copy_;
   bool syscall_known_;
   uint32_t own_pid_ = 0, own_tid_ = 0;
@@ -871,9 +906,9 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   std::vector<const std::vector<const ThreadSummary*>*> shared;
   for (const auto& [pid, ts] : by_pid)
     if (ts.size() > 1) shared.push_back(&ts);
-  std::vector<std::vector<Piece>> lists(shared.size());
+  std::vector<IdleList> lists(shared.size());
   parallel_for(shared.size(), [&](size_t k) { lists[k] = process_idle(rows, joins, *shared[k]); });
-  std::unordered_map<uint32_t, std::vector<Piece>> shared_idle;
+  std::unordered_map<uint32_t, IdleList> shared_idle;
   for (size_t k = 0; k < shared.size(); ++k)
     shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
   std::vector<ThreadBudget> out(joins.threads.size());

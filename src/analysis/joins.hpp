@@ -323,12 +323,19 @@ class OuterCalls {
     }
     return false;
   }
+  // A call index at or before the first call starting at or after the next time jump() is
+  // given: its search starts there (a caller that found the time in the calls knows one).
+  void hint(size_t first) { hint_ = first; }
   // Skips to t: the next piece made is the one covering t, or the first after it, as walking
   // would make it. Only when every piece made so far ends by t.
   void jump(int64_t t) {
     // Most often the next call covers t or starts after it: nothing to skip.
     if (i_ == end_ || calls_[i_].end() > t) return;
-    const size_t g = gallop_ts(*all_, i_, end_, t);  // calls before g start before t
+    // The search starts at the hint when the call before it starts before t (else it is no
+    // lower bound after all: from where the walk is).
+    size_t from = std::min(std::max(i_, hint_), end_);
+    if (from > i_ && calls_[from - 1].ts >= t) from = i_;
+    const size_t g = gallop_ts(*all_, from, end_, t);  // calls before g start before t
     // The piece covering t is the first call before g still running at t. Back from g, an
     // outermost call that ended by t ends the search: a call before it running past t would
     // have held it, and made it nested.
@@ -355,6 +362,7 @@ class OuterCalls {
   const uint8_t* bits_;
   size_t i_, end_;
   int64_t last_ns_, last_end_;
+  size_t hint_ = 0;
 };
 
 // The union of one thread's GPU API calls over its active span, walked forward: covered() for

@@ -517,55 +517,72 @@ class ThreadBudgeter {
                      const std::vector<Piece>& idle) {
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
     Cursor ic(idle);
-    OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
-    Cursor sc(sys), rc(rec);
+    OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
     uint32_t last_off = UINT32_MAX;
-    for (int64_t at = t.first_ns; at < t.last_ns;) {
-      oc.seek(at);
-      sc.seek(at);
-      rc.seek(at);
-      const Piece* o = oc.cur();
-      const int64_t other =
-          std::min(std::min(oc.bound(), sc.bound()), std::min(rc.bound(), t.last_ns));
-      if (!o && !sc.cur() && !rc.cur()) {  // on the CPU: on_cpu_split() counted it
-        at = other;
-        continue;
+    if (sys.empty() && rec.empty()) {
+      // Only off-CPU rows (the syscall family is off by default, reclaim is rare): walk their
+      // pieces directly, each cut only by its calls and GPU-idle stretches.
+      for (Piece o; off.next(o);) {
+        for (int64_t at = o.s; at < o.e;)
+          at = split_at(b, at, o.e, &o, nullptr, nullptr, cc, ic, last_off);
       }
-      // Off the CPU where no call of the thread reaches (most of a busy thread's off-CPU time
-      // is between its calls: compute_joins marked those rows), the calls need not be sought.
-      const bool calls_here = !o || j_.offcpu_meets_call[o->idx] || sc.cur() || rc.cur();
-      if (calls_here) cc.seek(at);
-      const Piece* call = calls_here ? cc.cur() : nullptr;
-      ic.seek(at);
-      const int64_t to = std::min(std::min(calls_here ? cc.bound() : kNever, ic.bound()), other);
-      const int64_t ns = to - at;
-      const bool fresh = o && o->idx != last_off;
-      if (o) last_off = o->idx;
-      const bool gap = ic.cur() != nullptr;
-      if (holders_.recorded()) {
-        const bool waiting = o && o->runnable;
-        const bool had = wait_.piece.e > wait_.piece.s;
-        if (!had || !waiting || wait_.piece.idx != o->idx) {
-          if (had) exact_holders(b, wait_);  // a wait seen whole
-          wait_ = {};
-          if (waiting) wait_.piece = *o;
+    } else {
+      Walker<OffSource> oc(std::move(off));
+      Cursor sc(sys), rc(rec);
+      for (int64_t at = t.first_ns; at < t.last_ns;) {
+        oc.seek(at);
+        sc.seek(at);
+        rc.seek(at);
+        const int64_t other =
+            std::min(std::min(oc.bound(), sc.bound()), std::min(rc.bound(), t.last_ns));
+        if (!oc.cur() && !sc.cur() && !rc.cur()) {  // on the CPU: on_cpu_split() counted it
+          at = other;
+          continue;
         }
-        if (gap && waiting) wait_.idle_ns += ns;
+        at = split_at(b, at, other, oc.cur(), sc.cur(), rc.cur(), cc, ic, last_off);
       }
-      const Bucket counted = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
-      const Bucket bk = classify(b, call, o, sc.cur(), rc.cur(), ns, fresh, gap);
-      if (bk != counted) {
-        b.ns[static_cast<size_t>(counted)] -= ns;
-        b.ns[static_cast<size_t>(bk)] += ns;
-        if (gap) {
-          b.idle_ns[static_cast<size_t>(counted)] -= ns;
-          b.idle_ns[static_cast<size_t>(bk)] += ns;
-        }
-      }
-      at = to;
     }
     if (wait_.piece.e > wait_.piece.s) exact_holders(b, wait_);
     wait_ = {};
+  }
+
+  // One step of off_cpu_split(): from `at` to the next boundary of the calls, the GPU-idle
+  // stretches or `other` (the next off-CPU, syscall or reclaim boundary), classified and moved
+  // out of the bucket on_cpu_split() gave it. Returns where it stopped.
+  int64_t split_at(ThreadBudget& b, int64_t at, int64_t other, const Piece* o, const Piece* sys,
+                   const Piece* rec, CallCursor& cc, Cursor& ic, uint32_t& last_off) {
+    // Off the CPU where no call of the thread reaches (most of a busy thread's off-CPU time
+    // is between its calls: compute_joins marked those rows), the calls need not be sought.
+    const bool calls_here = !o || j_.offcpu_meets_call[o->idx] || sys || rec;
+    if (calls_here) cc.seek(at);
+    const Piece* call = calls_here ? cc.cur() : nullptr;
+    ic.seek(at);
+    const int64_t to = std::min(std::min(calls_here ? cc.bound() : kNever, ic.bound()), other);
+    const int64_t ns = to - at;
+    const bool fresh = o && o->idx != last_off;
+    if (o) last_off = o->idx;
+    const bool gap = ic.cur() != nullptr;
+    if (holders_.recorded()) {
+      const bool waiting = o && o->runnable;
+      const bool had = wait_.piece.e > wait_.piece.s;
+      if (!had || !waiting || wait_.piece.idx != o->idx) {
+        if (had) exact_holders(b, wait_);  // a wait seen whole
+        wait_ = {};
+        if (waiting) wait_.piece = *o;
+      }
+      if (gap && waiting) wait_.idle_ns += ns;
+    }
+    const Bucket counted = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
+    const Bucket bk = classify(b, call, o, sys, rec, ns, fresh, gap);
+    if (bk != counted) {
+      b.ns[static_cast<size_t>(counted)] -= ns;
+      b.ns[static_cast<size_t>(bk)] += ns;
+      if (gap) {
+        b.idle_ns[static_cast<size_t>(counted)] -= ns;
+        b.idle_ns[static_cast<size_t>(bk)] += ns;
+      }
+    }
+    return to;
   }
 
   // Another thread of its own process that makes GPU calls woke it.

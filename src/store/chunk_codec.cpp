@@ -24,6 +24,7 @@
 #include <numeric>
 
 #include "core/wrapping.hpp"
+#include "store/crc32.hpp"
 
 namespace gpuwhy::store {
 namespace {
@@ -228,10 +229,7 @@ Error corrupt(const std::string& what) {
                "the file was damaged (copy it again, or re-record the trace)"};
 }
 
-uint32_t checksum(std::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
-}
+uint32_t checksum(std::string_view bytes) { return crc32_of(0, bytes.data(), bytes.size()); }
 
 }  // namespace
 

@@ -38,6 +38,7 @@ SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
   std::vector<size_t> pending;                           // syncs whose refill gap is not known yet
   std::vector<std::pair<int64_t, int64_t>> other_calls;  // API calls since: their own cost
   bool launched_since = false;
+  StallWalk stalls(ctx.rows, ctx.joins, t.tid);  // the gaps come in time order
   using namespace call_bits;
   const uint8_t* const all_bits = ctx.joins.bits.data();
   const CallRow* const calls = ctx.rows.calls.data();
@@ -71,7 +72,7 @@ SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
         // Stalls in the gap have causes of their own (preemption, a lock, I/O, other API
         // calls): only the host's own work between the drain and the next launch is the sync's.
         const int64_t gap =
-            c.ts - s.end() - ctx.joins.stalled_ns(ctx.rows, t.tid, s.end(), c.ts, other_calls);
+            c.ts - s.end() - stalls.stalled_ns(s.end(), c.ts, other_calls);
         if (c.ts - s.end() <= ctx.th.max_refill_gap_ns && gap > 0) {
           u.gaps.push_back(gap);
           // Without the sync that host work would overlap the GPU work the sync waited for:

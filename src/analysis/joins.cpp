@@ -321,27 +321,49 @@ const ThreadSummary* Joins::thread(uint32_t tid) const {
 
 int64_t Joins::stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int64_t to,
                           const std::vector<std::pair<int64_t, int64_t>>& extra) const {
-  if (to <= from) return 0;
-  std::vector<std::pair<int64_t, int64_t>> parts;
-  for (const auto& [s, e] : extra)
-    if (e > from && s < to) parts.emplace_back(std::max(s, from), std::min(e, to));
-  // Each table's rows of one thread are disjoint and sorted, so their ends are sorted too.
-  auto add = [&](const auto& v, const TidRanges& r) {
-    auto [b, e] = range(r, tid);
-    auto first = v.begin() + static_cast<ptrdiff_t>(b);
-    auto last = v.begin() + static_cast<ptrdiff_t>(e);
-    auto it = std::upper_bound(first, last, from,
-                               [](int64_t x, const auto& row) { return x < row.end(); });
-    for (; it != last && it->ts < to; ++it)
-      parts.emplace_back(std::max(it->ts, from), std::min(it->end(), to));
+  return StallWalk(rows, *this, tid).stalled_ns(from, to, extra);
+}
+
+StallWalk::StallWalk(const TraceRows& rows, const Joins& j, uint32_t tid) : rows_(rows) {
+  auto table = [&](const TidRanges& r) {
+    const auto [b, e] = Joins::range(r, tid);
+    return Table{b, b, e};
   };
-  add(rows.offcpu, offcpu);
-  add(rows.syscalls, syscalls);
-  add(rows.reclaim, reclaim);
-  std::sort(parts.begin(), parts.end());
+  off_ = table(j.offcpu);
+  sys_ = table(j.syscalls);
+  rec_ = table(j.reclaim);
+}
+
+template <class Row>
+void StallWalk::add(const std::vector<Row>& v, Table& tb, int64_t from, int64_t to) {
+  // Each table's rows of one thread are disjoint and sorted, so their ends are sorted too.
+  if (from < last_from_) {
+    tb.at = static_cast<size_t>(
+        std::upper_bound(v.begin() + static_cast<ptrdiff_t>(tb.first),
+                         v.begin() + static_cast<ptrdiff_t>(tb.end), from,
+                         [](int64_t x, const Row& row) { return x < row.end(); }) -
+        v.begin());
+  } else {
+    while (tb.at < tb.end && v[tb.at].end() <= from) ++tb.at;
+  }
+  for (size_t k = tb.at; k < tb.end && v[k].ts < to; ++k)
+    parts_.emplace_back(std::max(v[k].ts, from), std::min(v[k].end(), to));
+}
+
+int64_t StallWalk::stalled_ns(int64_t from, int64_t to,
+                              const std::vector<std::pair<int64_t, int64_t>>& extra) {
+  if (to <= from) return 0;
+  parts_.clear();
+  for (const auto& [s, e] : extra)
+    if (e > from && s < to) parts_.emplace_back(std::max(s, from), std::min(e, to));
+  add(rows_.offcpu, off_, from, to);
+  add(rows_.syscalls, sys_, from, to);
+  add(rows_.reclaim, rec_, from, to);
+  last_from_ = from;
+  std::sort(parts_.begin(), parts_.end());
   int64_t ns = 0, cur_s = 0, cur_e = 0;
   bool open = false;
-  for (const auto& [s, e] : parts) {
+  for (const auto& [s, e] : parts_) {
     if (open && s <= cur_e) {
       cur_e = std::max(cur_e, e);
       continue;

@@ -223,7 +223,7 @@ struct Joins {
   const ThreadSummary* thread(uint32_t tid) const;
   // Time of [from, to) that `tid` spent off the CPU, in slow syscalls, in direct reclaim or in
   // the `extra` intervals (the union: a thread blocked in read() is both): time with a cause of
-  // its own.
+  // its own. (StallWalk asks it of many intervals in time order.)
   int64_t stalled_ns(const TraceRows& rows, uint32_t tid, int64_t from, int64_t to,
                      const std::vector<std::pair<int64_t, int64_t>>& extra = {}) const;
   static std::pair<size_t, size_t> range(const TidRanges& r, uint32_t tid) {
@@ -266,6 +266,27 @@ inline bool drains_queue(const ApiMeta& m) {
       return false;
   }
 }
+
+// Joins::stalled_ns() of one thread for intervals asked in time order (`from` never smaller
+// than before, as a thread's gaps after its syncs): each table's rows are walked forward from
+// where the last question left them instead of searched again (an earlier `from` searches).
+class StallWalk {
+ public:
+  StallWalk(const TraceRows& rows, const Joins& j, uint32_t tid);
+  int64_t stalled_ns(int64_t from, int64_t to,
+                     const std::vector<std::pair<int64_t, int64_t>>& extra = {});
+
+ private:
+  struct Table {
+    size_t first = 0, at = 0, end = 0;  // the thread's rows; `at`: the first ending after from
+  };
+  template <class Row>
+  void add(const std::vector<Row>& v, Table& tb, int64_t from, int64_t to);
+  const TraceRows& rows_;
+  Table off_, sys_, rec_;
+  int64_t last_from_ = std::numeric_limits<int64_t>::min();
+  std::vector<std::pair<int64_t, int64_t>> parts_;
+};
 
 // `rows` must be prepared (sorted by (tid, ts)). `small_copy_bytes` divides copies between
 // transfers and read-backs in ThreadSummary::own_ns.

@@ -410,8 +410,7 @@ struct RunnableWait {
 class ThreadBudgeter {
  public:
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
-                 const std::unordered_set<uint32_t>& gpu_tids,
-                 const std::unordered_set<uint32_t>& user_comms, const CpuHolders& holders,
+                 const IdSet& gpu_tids, const IdSet& user_comms, const CpuHolders& holders,
                  const std::unordered_map<uint32_t, IdleList>& shared_idle,
                  uint64_t small_copy_bytes)
       : rows_(rows),
@@ -798,8 +797,8 @@ class ThreadBudgeter {
   const CpuHolders& holders_;
   const Joins& j_;
   const SyscallKinds& kinds_;
-  const std::unordered_set<uint32_t>& gpu_tids_;
-  const std::unordered_set<uint32_t>& user_comms_;  // strings.id of task names not the kernel's
+  const IdSet& gpu_tids_;
+  const IdSet& user_comms_;  // strings.id of task names not the kernel's
   const std::unordered_map<uint32_t, IdleList>& shared_idle_;  // by pid (process_idle)
   uint64_t small_copy_;
   bool syscall_known_;
@@ -911,12 +910,14 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
                                           uint64_t small_copy_bytes) {
   const SyscallKinds kinds = syscall_kinds(rows);
   const CpuHolders holders(rows);
-  std::unordered_set<uint32_t> gpu_tids;
+  IdSet gpu_tids;
   for (const ThreadSummary& t : joins.threads) gpu_tids.insert(t.tid);
+  gpu_tids.seal();
   // Decided once per name, not per wake-up: the names are few, the wake-ups millions.
-  std::unordered_set<uint32_t> user_comms;
+  IdSet user_comms;
   for (const auto& [id, comm] : rows.strings)
     if (!comm.empty() && !is_kernel_task(comm)) user_comms.insert(id);
+  user_comms.seal();
   // The GPU-idle stretches of each process with several GPU threads, made once for all of them.
   std::map<uint32_t, std::vector<const ThreadSummary*>> by_pid;
   for (const ThreadSummary& t : joins.threads) by_pid[t.pid].push_back(&t);

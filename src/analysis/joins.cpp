@@ -61,8 +61,7 @@ std::pair<int64_t, int64_t> in_calls_query(const OffCpuRow& o, const ThreadSumma
 // runtime lock, say). Asleep outside calls, whoever woke the thread is what it waited for.
 // `in_calls[k - ob]`: of off-CPU row k, the part of in_calls_query() inside the thread's calls.
 void summarize_offcpu(const TraceRows& rows, const std::vector<int64_t>& in_calls_of,
-                      const std::unordered_set<uint32_t>& gpu_tids, size_t ob, size_t oe,
-                      ThreadSummary& t) {
+                      const IdSet& gpu_tids, size_t ob, size_t oe, ThreadSummary& t) {
   CulpritIndex pre_index, wake_index;
   RunqBlame runq;
   auto preemptor_key = [&](const OffCpuRow& o) {
@@ -390,8 +389,9 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
   j.offcpu_meets_call.assign(rows.offcpu.size(), 1);  // rows of no GPU thread: never asked
   // Calls are sorted by (tid, ts): each thread is one run of them.
   const std::vector<std::pair<size_t, size_t>> runs = tid_runs(rows.calls);
-  std::unordered_set<uint32_t> gpu_tids;
+  IdSet gpu_tids;
   for (const auto& [b, e] : runs) gpu_tids.insert(rows.calls[b].tid);
+  gpu_tids.seal();
   j.threads.resize(runs.size());
   const auto calls_of = [&](size_t k) { return runs[k].second - runs[k].first; };
   parallel_for_largest_first(runs.size(), calls_of, [&](size_t k) {

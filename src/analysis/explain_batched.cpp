@@ -685,9 +685,11 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
              (i + 1 < plan->batches.size() && plan->groups[i + 1] == g);
     };
     using Memory = std::shared_ptr<const LoadOptions::MemoryCalls>;
-    auto load = [&](size_t i, Memory memory) -> Result<TraceRows> {
+    auto load = [&](size_t i, Memory memory,
+                    std::shared_ptr<TraceRows> reuse) -> Result<TraceRows> {
       LoadOptions o = opt;
       o.memory_before = std::move(memory);
+      o.reuse = std::move(reuse);
       o.batch = plan->batches[i];
       const Slice& sl = plan->slices[i];
       o.window_part = windowed(i);
@@ -718,7 +720,13 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
       windows.clear();
       carried = {};
     };
-    std::future<Result<TraceRows>> next = std::async(std::launch::async, load, 0, Memory{});
+    std::future<Result<TraceRows>> next =
+        std::async(std::launch::async, load, 0, Memory{}, nullptr);
+    // The rows of the batch analysed last, done with: batch i + 2 is read into their buffers
+    // (batch i + 1 is read while batch i is analysed), so a batch's hundreds of MB of rows are
+    // not faulted in, zeroed and unmapped again each time. It costs no memory: they would be
+    // freed only to be allocated again.
+    std::shared_ptr<TraceRows> spare;
     for (size_t i = 0; i < plan->batches.size(); ++i) {
       auto rows = next.get();
       if (!rows) return rows.error();
@@ -732,7 +740,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
           for (const CallRow& c : rows->memory_calls) m->ext.push_back(rows->ext(c));
           memory = std::move(m);
         }
-        next = std::async(std::launch::async, load, i + 1, std::move(memory));
+        next = std::async(std::launch::async, load, i + 1, std::move(memory), std::move(spare));
       }
       if (i > 0 && plan->groups[i] != plan->groups[i - 1]) end_group();
       // Every batch starts with the window's start: as the loader set it (a flight recorder's
@@ -762,12 +770,15 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
       }
       before_layout.insert(before_layout.end(), rows->python_before_layout.begin(),
                            rows->python_before_layout.end());
+      spare = std::make_shared<TraceRows>();
       if (!windowed(i)) {
-        parts.push_back(analyze(std::move(rows.value()), th));
+        parts.push_back(analyze_rows(rows.value(), th, false));
+        *spare = std::move(rows.value());
         for (const ProcessStats& p : parts.back().stats.processes) seen.insert(p.pid);
         continue;
       }
-      windows.push_back(analyze_window_part(std::move(rows.value()), th));
+      windows.push_back(analyze_rows(rows.value(), th, true));
+      *spare = std::move(rows.value());
       Report& w = windows.back();
       w.trace.offcpu_intervals = own.offcpu;
       w.trace.syscalls = own.syscalls;

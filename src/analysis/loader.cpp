@@ -420,6 +420,21 @@ Result<TimeWindow> trace_bounds(sqlite3* db) {
 
 Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   TraceRows rows;
+  if (opt.reuse) {  // LoadOptions::reuse
+    TraceRows& old = *opt.reuse;
+    auto take = [](auto& to, auto& from) {
+      to = std::move(from);
+      to.clear();
+    };
+    take(rows.calls, old.calls);
+    take(rows.call_ext, old.call_ext);
+    take(rows.memory_calls, old.memory_calls);
+    take(rows.offcpu, old.offcpu);
+    take(rows.syscalls, old.syscalls);
+    take(rows.cpu_samples, old.cpu_samples);
+    take(rows.cpu_runs, old.cpu_runs);
+    take(rows.wait_migrations, old.wait_migrations);
+  }
   DamageLog damage;
   damage.out = &rows.damaged;
   g_damage = &damage;

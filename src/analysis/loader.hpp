@@ -66,6 +66,10 @@ struct LoadOptions {
   // The file's chunk index (read_chunk_index), shared by the batches of one explain; load_trace
   // reads it when not given.
   std::shared_ptr<const ChunkIndex> chunks;
+  // An earlier batch's rows, done with: their big vectors are emptied and read into, their
+  // pages already faulted in (a fresh vector of hundreds of MB is faulted in and zeroed again,
+  // and freed with munmap, every batch).
+  std::shared_ptr<TraceRows> reuse;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

@@ -412,9 +412,8 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
   return out;
 }
 
-namespace {
 // `part`: one window of a longer analysis (analyze_window_part).
-Report analyze_rows(TraceRows rows, const Thresholds& th, bool part) {
+Report analyze_rows(TraceRows& rows, const Thresholds& th, bool part) {
   PhaseTimer timer("analyze");
   prepare_rows(rows);
   timer.lap("prepare");
@@ -444,14 +443,11 @@ Report analyze_rows(TraceRows rows, const Thresholds& th, bool part) {
   add_host_bound_hint(r);
   return r;
 }
-}  // namespace
 
-Report analyze(TraceRows rows, const Thresholds& th) {
-  return analyze_rows(std::move(rows), th, false);
-}
+Report analyze(TraceRows rows, const Thresholds& th) { return analyze_rows(rows, th, false); }
 
 Report analyze_window_part(TraceRows rows, const Thresholds& th) {
-  return analyze_rows(std::move(rows), th, true);
+  return analyze_rows(rows, th, true);
 }
 
 }  // namespace gpuwhy::analysis

@@ -77,6 +77,10 @@ Report analyze(TraceRows rows, const Thresholds& th = {});
 // syscall (the top 3 are kept once the windows are added up).
 Report analyze_window_part(TraceRows rows, const Thresholds& th = {});
 
+// analyze (window_part false) or analyze_window_part (true) on rows the caller keeps, prepared
+// in place: the batches of one explain hand their buffers on to a later batch's load.
+Report analyze_rows(TraceRows& rows, const Thresholds& th, bool window_part);
+
 // The pieces, for tests and tools that need them separately.
 Severity grade(double share, const Thresholds& th);
 std::vector<Chain> run_detectors(const Context& ctx);

@@ -15,6 +15,7 @@
 
 #include "analysis/sql_scan.hpp"
 #include "analysis/units.hpp"
+#include "core/phase_timer.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
@@ -22,14 +23,11 @@ namespace gpuwhy::analysis {
 namespace {
 
 // Rows per process of the chunks overlapping [from, to) of one chunked table.
-Status add_rows(sqlite3* db, const std::string& chunks, int64_t from, int64_t to,
-                std::map<uint32_t, uint64_t>& rows) {
-  return each_row(
-      db,
-      "SELECT pid, sum(rows) FROM " + chunks + " WHERE end_max >= ?1 AND ts_min < ?2 GROUP BY pid",
-      chunks,
-      [&](Query& q) { rows[static_cast<uint32_t>(q.i64(0))] += static_cast<uint64_t>(q.i64(1)); },
-      {from, to});
+void add_rows(const ChunkIndex& index, std::string_view table, int64_t from, int64_t to,
+              std::map<uint32_t, uint64_t>& rows) {
+  if (const std::vector<ChunkRef>* refs = index.find(table))
+    for (const ChunkRef& c : *refs)
+      if (c.end_max >= from && c.ts_min < to) rows[c.pid] += static_cast<uint64_t>(c.rows);
 }
 
 // What caveats_for reads, without the event rows.
@@ -89,32 +87,32 @@ void merge_stats(Stats& into, std::vector<Stats>& parts) {
 
 // ---- time windows of one group (a process, or the NCCL job) --------------------------------
 
-std::string pid_list_sql(const std::vector<uint32_t>& pids) {
-  std::string in;
-  for (uint32_t pid : pids) in += (in.empty() ? "pid IN (" : ", ") + std::to_string(pid);
-  return in + ")";
-}
-
 // Cuts [from, to) into windows of about `max_rows` rows of the group's api_calls and offcpu
 // chunks, each chunk's rows taken as spread evenly over its time (a chunk of a quiet thread can
 // span the whole trace). From the chunk index: nothing is decoded.
-Result<std::vector<Slice>> cut_windows(sqlite3* db, const std::vector<uint32_t>& pids, int64_t from,
-                                       int64_t to, uint64_t max_rows) {
+Result<std::vector<Slice>> cut_windows(const ChunkIndex& index, const std::vector<uint32_t>& pids,
+                                       int64_t from, int64_t to, uint64_t max_rows) {
   std::map<int64_t, double> step;  // rows per ns starting (+) and ending (-) at a time
-  for (const char* chunks : {"api_calls_chunks", "offcpu_chunks"}) {
-    Status st = each_row(
-        db,
-        std::string("SELECT max(ts_min, ?1), min(max(end_max, ts_min + 1), ?2), rows FROM ") +
-            chunks + " WHERE end_max >= ?1 AND ts_min < ?2 AND " + pid_list_sql(pids),
-        chunks,
-        [&](Query& q) {
-          const int64_t a = q.i64(0), b = std::max(q.i64(1), a + 1);
-          const double rate = static_cast<double>(q.i64(2)) / static_cast<double>(b - a);
-          step[a] += rate;
-          step[b] -= rate;
-        },
-        {from, to});
-    if (!st) return st.error();
+  for (const char* table : {"api_calls", "offcpu"}) {
+    const std::vector<ChunkRef>* refs = index.find(table);
+    if (!refs) continue;
+    std::vector<const ChunkRef*> in;
+    for (const ChunkRef& c : *refs)
+      if (c.end_max >= from && c.ts_min < to &&
+          std::find(pids.begin(), pids.end(), c.pid) != pids.end())
+        in.push_back(&c);
+    // In the table's row order: the rates are summed in floating point, so the order is part of
+    // where the cuts fall (kept as the chunk table's own scan gave them).
+    std::sort(in.begin(), in.end(),
+              [](const ChunkRef* a, const ChunkRef* b) { return a->id < b->id; });
+    for (const ChunkRef* cp : in) {
+      const ChunkRef& c = *cp;
+      const int64_t a = std::max(c.ts_min, from);
+      const int64_t b = std::max(std::min(std::max(c.end_max, c.ts_min + 1), to), a + 1);
+      const double rate = static_cast<double>(c.rows) / static_cast<double>(b - a);
+      step[a] += rate;
+      step[b] -= rate;
+    }
   }
   std::vector<Slice> out{{from, to}};
   const auto target = static_cast<double>(max_rows);
@@ -141,16 +139,16 @@ Result<std::vector<Slice>> cut_windows(sqlite3* db, const std::vector<uint32_t>&
 
 // Per thread of the group with calls in [from, to): its next call at or after `to` and before
 // `end` (the whole window's end), where its span in this window ends (TraceRows::span_ends).
-Result<std::unordered_map<uint32_t, int64_t>> next_calls(sqlite3* db,
+Result<std::unordered_map<uint32_t, int64_t>> next_calls(sqlite3* db, const ChunkIndex& index,
                                                          const std::vector<uint32_t>& pids,
                                                          int64_t from, int64_t to, int64_t end) {
-  std::vector<int64_t> tids;
-  Status st = each_row(db,
-                       "SELECT DISTINCT tid FROM api_calls_chunks WHERE end_max >= ?1 AND "
-                       "ts_min < ?2 AND " +
-                           pid_list_sql(pids),
-                       "api_calls_chunks", [&](Query& q) { tids.push_back(q.i64(0)); }, {from, to});
-  if (!st) return st.error();
+  std::set<int64_t> tids;
+  if (const std::vector<ChunkRef>* refs = index.find("api_calls"))
+    for (const ChunkRef& c : *refs)
+      if (c.end_max >= from && c.ts_min < to &&
+          std::find(pids.begin(), pids.end(), c.pid) != pids.end())
+        tids.insert(c.tid);
+  Status st;
   std::unordered_map<uint32_t, int64_t> ends;
   for (int64_t tid : tids) {
     st = each_row(db,
@@ -495,11 +493,15 @@ Result<BatchPlan> plan_batches(sqlite3* db, const LoadOptions& opt, uint64_t max
                           bounds->end_is_last_event);
   if (!w) return w.error();
   std::map<uint32_t, uint64_t> calls, rows;
-  if (Status st = add_rows(db, "api_calls_chunks", w->start_ns, w->end_ns, calls); !st)
-    return st.error();
+  std::shared_ptr<const ChunkIndex> index = opt.chunks;
+  if (!index) {
+    auto read = read_chunk_index(db);
+    if (!read) return read.error();
+    index = std::move(read.value());
+  }
+  add_rows(*index, "api_calls", w->start_ns, w->end_ns, calls);
   rows = calls;
-  if (Status st = add_rows(db, "offcpu_chunks", w->start_ns, w->end_ns, rows); !st)
-    return st.error();
+  add_rows(*index, "offcpu", w->start_ns, w->end_ns, rows);
   const std::set<uint32_t> wanted(opt.pids.begin(), opt.pids.end());
   BatchPlan plan;
   std::vector<std::pair<uint64_t, uint32_t>> procs;  // (rows, pid) of processes with calls
@@ -569,7 +571,7 @@ Result<BatchPlan> plan_batches(sqlite3* db, const LoadOptions& opt, uint64_t max
     for (uint32_t pid : pids) n += rows[pid];
     std::vector<Slice> windows{Slice{}};
     if (n > max_rows) {
-      auto cut = cut_windows(db, pids, w->start_ns, w->end_ns, max_rows);
+      auto cut = cut_windows(*index, pids, w->start_ns, w->end_ns, max_rows);
       if (!cut) return cut.error();
       if (cut->size() > 1) windows = std::move(cut.value());
     }
@@ -646,8 +648,17 @@ Report merge_reports(std::vector<Report> parts, const Thresholds& th) {
   return r;
 }
 
-Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt,
+Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& asked,
                             uint64_t max_batch_rows, const Thresholds& th) {
+  // The chunk index is read once, for the plan and every batch (ChunkIndex).
+  LoadOptions opt = asked;
+  if (!opt.chunks) {
+    PhaseTimer timer("explain");
+    auto index = read_chunk_index(file.db());
+    if (!index) return index.error();
+    opt.chunks = std::move(index.value());
+    timer.lap("chunk index");
+  }
   auto plan = plan_batches(file.db(), opt, max_batch_rows);
   if (!plan) return plan.error();
   spdlog::debug(
@@ -674,9 +685,11 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
              (i + 1 < plan->batches.size() && plan->groups[i + 1] == g);
     };
     using Memory = std::shared_ptr<const LoadOptions::MemoryCalls>;
-    auto load = [&](size_t i, Memory memory) -> Result<TraceRows> {
+    auto load = [&](size_t i, Memory memory,
+                    std::shared_ptr<TraceRows> reuse) -> Result<TraceRows> {
       LoadOptions o = opt;
       o.memory_before = std::move(memory);
+      o.reuse = std::move(reuse);
       o.batch = plan->batches[i];
       const Slice& sl = plan->slices[i];
       o.window_part = windowed(i);
@@ -686,7 +699,8 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
         o.window =
             WindowRequest{std::nullopt, TimePoint{true, sl.from_ns}, TimePoint{true, sl.to_ns}};
         if (sl.to_ns < whole->end_ns) {
-          auto ends = next_calls(file.db(), o.batch, sl.from_ns, sl.to_ns, whole->end_ns);
+          auto ends =
+              next_calls(file.db(), *o.chunks, o.batch, sl.from_ns, sl.to_ns, whole->end_ns);
           if (!ends) return ends.error();
           o.span_ends = std::move(ends.value());
         }
@@ -706,7 +720,13 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
       windows.clear();
       carried = {};
     };
-    std::future<Result<TraceRows>> next = std::async(std::launch::async, load, 0, Memory{});
+    std::future<Result<TraceRows>> next =
+        std::async(std::launch::async, load, 0, Memory{}, nullptr);
+    // The rows of the batch analysed last, done with: batch i + 2 is read into their buffers
+    // (batch i + 1 is read while batch i is analysed), so a batch's hundreds of MB of rows are
+    // not faulted in, zeroed and unmapped again each time. It costs no memory: they would be
+    // freed only to be allocated again.
+    std::shared_ptr<TraceRows> spare;
     for (size_t i = 0; i < plan->batches.size(); ++i) {
       auto rows = next.get();
       if (!rows) return rows.error();
@@ -720,7 +740,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
           for (const CallRow& c : rows->memory_calls) m->ext.push_back(rows->ext(c));
           memory = std::move(m);
         }
-        next = std::async(std::launch::async, load, i + 1, std::move(memory));
+        next = std::async(std::launch::async, load, i + 1, std::move(memory), std::move(spare));
       }
       if (i > 0 && plan->groups[i] != plan->groups[i - 1]) end_group();
       // Every batch starts with the window's start: as the loader set it (a flight recorder's
@@ -750,12 +770,15 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& opt
       }
       before_layout.insert(before_layout.end(), rows->python_before_layout.begin(),
                            rows->python_before_layout.end());
+      spare = std::make_shared<TraceRows>();
       if (!windowed(i)) {
-        parts.push_back(analyze(std::move(rows.value()), th));
+        parts.push_back(analyze_rows(rows.value(), th, false));
+        *spare = std::move(rows.value());
         for (const ProcessStats& p : parts.back().stats.processes) seen.insert(p.pid);
         continue;
       }
-      windows.push_back(analyze_window_part(std::move(rows.value()), th));
+      windows.push_back(analyze_rows(rows.value(), th, true));
+      *spare = std::move(rows.value());
       Report& w = windows.back();
       w.trace.offcpu_intervals = own.offcpu;
       w.trace.syscalls = own.syscalls;

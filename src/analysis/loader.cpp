@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <unordered_set>
 
@@ -93,41 +94,46 @@ struct PartRows {
 // split into contiguous tid ranges of about equal row counts, one per connection, and each range
 // is read in (tid, ts_min) order, so the result comes out sorted by (tid, ts) whenever a thread's
 // chunks do not overlap in time (the usual case), and prepare_rows' sort finds nothing to do.
+// The chunks come from `index` (read_chunk_index) and are read by id.
 // `part_start`, when given, receives where each part's rows begin in `out`.
-// `only`: an SQL condition on the chunk's columns (a batch's "pid IN (...)"), or empty: chunks
-// it rules out are never read, let alone decoded.
+// `only`: the pids whose chunks are read (a batch's, or --pid's), ascending; empty: every one.
+// Chunks it rules out are never read, let alone decoded.
 template <class Row, class Fn>
-Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to, Keep keep,
-                   Fn each, std::vector<Row>& out, std::vector<size_t>* part_start = nullptr,
-                   const std::string& only = {}) {
+Status scan_chunks(ScanPool& pool, const ChunkIndex& index, const Columns& cols, int64_t from,
+                   int64_t to, Keep keep, Fn each, std::vector<Row>& out,
+                   std::vector<size_t>* part_start = nullptr,
+                   const std::vector<uint32_t>& only = {}) {
   const store::ChunkedTable& table = *cols.table;
   const std::string chunks = table.chunks();
-  const std::string where =
-      " WHERE end_max >= ?1 AND ts_min < ?2" + (only.empty() ? std::string() : " AND " + only);
-  std::vector<std::pair<int64_t, int64_t>> per_tid;  // (tid, rows) ascending by tid
-  int64_t total = 0;
-  Status st = each_row(
-      pool.connection(0),
-      "SELECT tid, sum(rows) FROM " + chunks + where + " GROUP BY tid ORDER BY tid", chunks,
-      [&](Query& q) {
-        per_tid.emplace_back(q.i64(0), q.i64(1));
-        total += q.i64(1);
-      },
-      {from, to});
   if (part_start) part_start->clear();
-  if (!st || per_tid.empty()) return st;
-  // [first tid, last tid] per part, and the rows it may keep (for one allocation).
+  const std::vector<ChunkRef>* all = index.find(table.name);
+  if (!all) {  // the file has no such table: the error SQLite gives for it
+    return each_row(pool.connection(0), "SELECT rows FROM " + chunks, chunks, [](Query&) {});
+  }
+  std::vector<const ChunkRef*> sel;  // in (tid, ts_min, id) order
+  int64_t total = 0;
+  for (const ChunkRef& c : *all) {
+    if (c.end_max < from || c.ts_min >= to) continue;
+    if (!only.empty() && !std::binary_search(only.begin(), only.end(), c.pid)) continue;
+    sel.push_back(&c);
+    total += c.rows;
+  }
+  if (sel.empty()) return {};
+  // [first, end) of `sel` per part, and the rows it may keep (for one allocation). A part holds
+  // whole threads.
   struct Part {
-    int64_t lo, hi, rows = 0;
+    size_t first = 0, end = 0;
+    int64_t rows = 0;
   };
   std::vector<Part> parts;
   const size_t n_parts = std::min<size_t>(pool.size(), total >= 100'000 ? pool.size() : 1);
   const int64_t share = (total + static_cast<int64_t>(n_parts) - 1) / static_cast<int64_t>(n_parts);
-  for (const auto& [tid, rows] : per_tid) {
-    if (parts.empty() || (parts.back().rows >= share && parts.size() < n_parts))
-      parts.push_back({tid, tid});
-    parts.back().hi = tid;
-    parts.back().rows += rows;
+  for (size_t i = 0; i < sel.size(); ++i) {
+    const bool new_tid = i == 0 || sel[i]->tid != sel[i - 1]->tid;
+    if (parts.empty() || (new_tid && parts.back().rows >= share && parts.size() < n_parts))
+      parts.push_back({i, i});
+    parts.back().end = i + 1;
+    parts.back().rows += sel[i]->rows;
   }
   const size_t base = out.size();
   if (keep == Keep::Most) grow_parallel(out, static_cast<size_t>(total));
@@ -139,8 +145,8 @@ Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to
     offset += static_cast<size_t>(parts[k].rows);
   }
   std::vector<Status> status(parts.size());
-  const std::string sql = "SELECT data, rows, tid, ts_min, end_max FROM " + chunks + where +
-                          " AND tid BETWEEN ?3 AND ?4 ORDER BY tid, ts_min";
+  const std::string sql =
+      "SELECT data, rows, tid, ts_min, end_max FROM " + chunks + " WHERE id = ?1";
   DamageLog* damage = g_damage;
   auto work = [&](size_t k) {
     Query q(pool.connection(k), sql);
@@ -148,12 +154,17 @@ Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to
       status[k] = q.error(chunks);
       return;
     }
-    q.bind(1, from);
-    q.bind(2, to);
-    q.bind(3, parts[k].lo);
-    q.bind(4, parts[k].hi);
     store::Chunk c;
-    while (q.step() == SQLITE_ROW) {
+    for (size_t i = parts[k].first; i < parts[k].end; ++i) {
+      const ChunkRef& ref = *sel[i];
+      q.reset();
+      q.bind(1, ref.id);
+      if (q.step() != SQLITE_ROW) {
+        if (q.failed()) break;
+        continue;  // a live flight recorder's file aged it out since the index was read
+      }
+      // An id used again for a newer chunk (its predecessor aged out): not the chunk indexed.
+      if (q.i64(2) != ref.tid || q.i64(3) != ref.ts_min || q.i64(1) != ref.rows) continue;
       if (Status d = store::decode_chunk(q.blob(0), c, cols.want); !d) {
         if (!damage || !store::chunk_damaged(d.error())) {
           status[k] = d;
@@ -170,9 +181,8 @@ Status scan_chunks(ScanPool& pool, const Columns& cols, int64_t from, int64_t to
                   "the file was damaged (copy it again, or re-record the trace)"};
         return;
       }
-      // A live trace changes between the count above and this read (a chunk committed since,
-      // or, for a flight recorder, aged out): rows beyond the part's share are never written
-      // past it. A chunk that does not fit came after the count; it is left out whole.
+      // Rows beyond the part's share are never written past it (the checks above keep every
+      // chunk to its indexed size: this one only guards the buffer).
       if (keep == Keep::Most && got[k].n + c.rows > static_cast<size_t>(parts[k].rows)) continue;
       if constexpr (std::is_invocable_v<Fn, const store::Chunk&, PartRows<Row>&>) {
         each(c, got[k]);  // a loop over the whole chunk, its columns read as arrays
@@ -357,6 +367,26 @@ std::string window_text(const TimeWindow& w) {
 
 }  // namespace
 
+Result<std::shared_ptr<const ChunkIndex>> read_chunk_index(sqlite3* db) {
+  auto index = std::make_shared<ChunkIndex>();
+  for (const store::ChunkedTable& t : store::chunked_tables()) {
+    const std::string chunks = t.chunks();
+    if (!has_table(db, chunks)) continue;
+    std::vector<ChunkRef>& refs = index->tables[std::string(t.name)];
+    // In rowid order: the table's pages about in file order (read ahead), not the index's.
+    Status st = each_row(
+        db, "SELECT id, pid, tid, ts_min, end_max, rows FROM " + chunks, chunks, [&](Query& q) {
+          refs.push_back(
+              {q.i64(0), q.i64(2), q.i64(3), q.i64(4), q.i64(5), static_cast<uint32_t>(q.i64(1))});
+        });
+    if (!st) return st.error();
+    std::sort(refs.begin(), refs.end(), [](const ChunkRef& a, const ChunkRef& b) {
+      return std::tie(a.tid, a.ts_min, a.id) < std::tie(b.tid, b.ts_min, b.id);
+    });
+  }
+  return std::shared_ptr<const ChunkIndex>(std::move(index));
+}
+
 Result<TimeWindow> trace_bounds(sqlite3* db) {
   SessionRow s;
   bool found = false;
@@ -390,6 +420,21 @@ Result<TimeWindow> trace_bounds(sqlite3* db) {
 
 Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   TraceRows rows;
+  if (opt.reuse) {  // LoadOptions::reuse
+    TraceRows& old = *opt.reuse;
+    auto take = [](auto& to, auto& from) {
+      to = std::move(from);
+      to.clear();
+    };
+    take(rows.calls, old.calls);
+    take(rows.call_ext, old.call_ext);
+    take(rows.memory_calls, old.memory_calls);
+    take(rows.offcpu, old.offcpu);
+    take(rows.syscalls, old.syscalls);
+    take(rows.cpu_samples, old.cpu_samples);
+    take(rows.cpu_runs, old.cpu_runs);
+    take(rows.wait_migrations, old.wait_migrations);
+  }
   DamageLog damage;
   damage.out = &rows.damaged;
   g_damage = &damage;
@@ -447,10 +492,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const std::unordered_set<uint32_t> wanted(opt.pids.begin(), opt.pids.end());
   // The chunks of other processes are not read at all: a batch's (explain_batched.hpp), or those
   // outside --pid.
-  const std::vector<uint32_t>& only_pids = opt.batch.empty() ? opt.pids : opt.batch;
-  std::string only;
-  for (uint32_t pid : only_pids) only += (only.empty() ? "pid IN (" : ", ") + std::to_string(pid);
-  if (!only.empty()) only += ")";
+  std::vector<uint32_t> only = opt.batch.empty() ? opt.pids : opt.batch;
+  std::sort(only.begin(), only.end());
   for (uint32_t pid : opt.pids) {
     if (!pid_in_trace(db, pid)) {
       const std::string list = pid_list(db);
@@ -471,6 +514,14 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   }
   auto memory_api = [&](uint16_t api) { return api < is_memory_api.size() && is_memory_api[api]; };
   PhaseTimer timer("load");
+  std::shared_ptr<const ChunkIndex> chunk_index = opt.chunks;
+  if (!chunk_index) {
+    auto read = read_chunk_index(db);
+    if (!read) return read.error();
+    chunk_index = std::move(read.value());
+    timer.lap("chunk index");
+  }
+  const ChunkIndex& index = *chunk_index;
   ScanPool pool(db, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
@@ -481,9 +532,16 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   PendingExt window_ext(pool.size());
   // A chunk's api_calls columns as arrays, read once per chunk: the per-row reads through
   // Chunk::value() were a tenth of explain's instructions. Categories by api id, once.
+  // With the file's API table (a file without one gets the catalogue's in prepare_rows, which
+  // then fills the calls itself), each call is filled in as it is read, as prepare_rows would
+  // (fill_call): one pass over millions of calls fewer.
   std::vector<Category> cat_of(rows.apis.size(), kUnknownCategory);
-  for (size_t id = 0; id < rows.apis.size(); ++id)
+  std::vector<int8_t> fixed_dir_of(rows.apis.size(), -1);
+  for (size_t id = 0; id < rows.apis.size(); ++id) {
     cat_of[id] = rows.api(static_cast<uint16_t>(id)).cat;
+    fixed_dir_of[id] = rows.api(static_cast<uint16_t>(id)).fixed_dir;
+  }
+  const bool fill = !rows.apis.empty();
   struct CallColumns {
     const int64_t *ts, *dur, *pid, *tid, *api, *op, *ret, *bytes, *addr, *addr2, *stack, *peer,
         *nranks, *py;
@@ -507,6 +565,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     c.api = static_cast<uint16_t>(k.api[r]);
     c.dir = k.has_op[r] ? static_cast<int8_t>(std::clamp<int64_t>(k.op[r], -1, 127)) : int8_t{-1};
     const Category cat = c.api < cat_of.size() ? cat_of[c.api] : kUnknownCategory;
+    if (fill) fill_call(c, cat, c.api < fixed_dir_of.size() ? fixed_dir_of[c.api] : int8_t{-1});
     // A communicator's set-up keeps its rank and size where a copy keeps its address and bytes.
     const bool init = cat == Category::Init;
     CallExt e = make_call_ext(cat, static_cast<uint64_t>(init ? k.nranks[r] : k.bytes[r]),
@@ -517,17 +576,52 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);
   };
+  // What prepare_rows' pass over the calls would find, per part of the scan: the copies whose
+  // direction their addresses must tell (by index in the part), and whether the part's calls
+  // are in (tid, ts) order.
+  struct PartFill {
+    std::vector<size_t> default_copies;
+    bool sorted = true;
+    uint32_t last_tid = 0;
+    int64_t last_ts = INT64_MIN;
+  };
+  std::vector<PartFill> part_fill(pool.size());
   auto keep_window = [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
     const CallColumns k = columns_of(chunk);
+    PartFill& pf = part_fill[out.part];
     for (uint32_t r = 0; r < chunk.rows; ++r) {
       if (k.ts[r] < from || k.ts[r] >= to) continue;
       if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.pid[r]))) continue;
+      const size_t at = out.size();
       keep_call(k, r, out, window_ext);
+      if (!fill) continue;
+      const CallRow& c = out.at[at];
+      if (c.cat == Category::Copy && c.dir == static_cast<int8_t>(CopyDir::Default))
+        pf.default_copies.push_back(at);
+      if (c.tid < pf.last_tid || (c.tid == pf.last_tid && c.ts < pf.last_ts)) pf.sorted = false;
+      pf.last_tid = c.tid;
+      pf.last_ts = c.ts;
     }
   };
-  st = scan_chunks(pool, ac, from, to, Keep::Most, keep_window, rows.calls, &part_start, only);
+  st = scan_chunks(pool, index, ac, from, to, Keep::Most, keep_window, rows.calls, &part_start,
+                   only);
   if (!st) return st.error();
   window_ext.attach(rows.calls, part_start, rows);
+  if (fill) {
+    TraceRows::CallsFilled f;
+    for (size_t k = 0; k < part_start.size(); ++k) {
+      const size_t first = part_start[k];
+      for (size_t i : part_fill[k].default_copies) f.default_copies.push_back(first + i);
+      f.sorted = f.sorted && part_fill[k].sorted;
+      // Where one part's calls meet the next's.
+      if (k > 0 && first > 0 && first < rows.calls.size() &&
+          (rows.calls[first].tid < rows.calls[first - 1].tid ||
+           (rows.calls[first].tid == rows.calls[first - 1].tid &&
+            rows.calls[first].ts < rows.calls[first - 1].ts)))
+        f.sorted = false;
+    }
+    rows.calls_filled = std::move(f);
+  }
   // Calls of Python processes made before the probes had the interpreter's layout: no line.
   // python_processes.layout_ns came after the table; an older file's statement fails, and goes
   // without.
@@ -593,7 +687,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   } else {
     PendingExt early_ext(pool.size());
     st = scan_chunks(
-        pool, ac, INT64_MIN, from, Keep::Few,
+        pool, index, ac, INT64_MIN, from, Keep::Few,
         [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
           const CallColumns k = columns_of(chunk);
           for (uint32_t r = 0; r < chunk.rows; ++r) {
@@ -639,7 +733,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // Read as arrays once per chunk, like the calls; a chunk holds one thread's rows or a few,
   // so whether its process is kept is asked once per run of one pid, not per row.
   st = scan_chunks(
-      pool, oc, from, ev_to, Keep::Most,
+      pool, index, oc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, PartRows<OffCpuRow>& out) {
         const int64_t *ts = k.values_of(o_ts), *dur = k.values_of(o_dur),
                       *runq = k.values_of(o_runq), *pid = k.values_of(o_pid),
@@ -707,7 +801,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],
                  s_nr = sc["nr"], s_ret = sc["ret"], s_req = sc["request"];
   st = scan_chunks(
-      pool, sc, from, ev_to, Keep::Most,
+      pool, index, sc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(s_pid, r));
         if (!keep(pid) || !overlaps(k, r, s_ts, s_dur, s_tid)) return;
@@ -728,7 +822,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t b_ts = bc["ts"], b_dur = bc["dur"], b_pid = bc["pid"], b_tid = bc["tid"],
                  b_bytes = bc["bytes"], b_op = bc["op"], b_dev = bc["dev"];
   st = scan_chunks(
-      pool, bc, from, ev_to, Keep::Most,
+      pool, index, bc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(b_pid, r));
         if (!keep(pid) || !overlaps(k, r, b_ts, b_dur, b_tid)) return;
@@ -743,7 +837,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   const uint32_t r_ts = rc["ts"], r_dur = rc["dur"], r_pid = rc["pid"], r_tid = rc["tid"],
                  r_n = rc["nr_reclaimed"];
   st = scan_chunks(
-      pool, rc, from, ev_to, Keep::Most,
+      pool, index, rc, from, ev_to, Keep::Most,
       [&](const store::Chunk& k, uint32_t r, auto& out) {
         const auto pid = static_cast<uint32_t>(k.value(r_pid, r));
         if (!keep(pid) || !overlaps(k, r, r_ts, r_dur, r_tid)) return;
@@ -759,7 +853,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
                    c_cpy = cc["py_stack"];
     st = scan_chunks(
-        pool, cc, from, ev_to, Keep::Most,
+        pool, index, cc, from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(c_pid, r));
           if (!overlaps(k, r, c_ts, c_dur, c_tid)) return;  // other processes' are split off below
@@ -795,7 +889,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     if (opt.window_part)
       for (const OffCpuRow& o : rows.offcpu) runs_from = std::min(runs_from, o.end() - o.runq);
     st = scan_chunks(
-        pool, rc, runs_from, ev_to, Keep::Most,
+        pool, index, rc, runs_from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const int64_t t = k.value(u_ts, r);
           if (t >= ev_to || t + k.value(u_dur, r) <= runs_from) return;
@@ -820,7 +914,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     const uint32_t m_ts = mc["ts"], m_pid = mc["pid"], m_tid = mc["tid"], m_from = mc["from_cpu"],
                    m_to = mc["to_cpu"];
     st = scan_chunks(
-        pool, mc, first_wait, ev_to, Keep::Most,
+        pool, index, mc, first_wait, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
           const auto pid = static_cast<uint32_t>(k.value(m_pid, r));
           const int64_t ts = k.value(m_ts, r);

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +21,28 @@ class TraceFile;
 }
 
 namespace gpuwhy::analysis {
+
+// One chunk of a chunked event table as its index row describes it (no data).
+struct ChunkRef {
+  int64_t id = 0, tid = 0, ts_min = 0, end_max = 0, rows = 0;
+  uint32_t pid = 0;
+};
+
+// The chunk rows of every chunked event table, without their data, read once for a whole
+// explain. The chunk tables are indexed by (tid, ts_min) only: a query on pid or end_max reads
+// every chunk's table row, and a table row shares its b-tree page with the start of its data
+// blob, so each such query read one page per chunk of the whole file (1.4 M pages of a 1 B-event
+// trace, several queries per batch). From memory, a batch looks its chunks up by id.
+struct ChunkIndex {
+  // By logical table name ("api_calls"), each sorted by (tid, ts_min, id): the order of the
+  // tables' (tid, ts_min) index. A table the file lacks is absent.
+  std::unordered_map<std::string, std::vector<ChunkRef>> tables;
+  const std::vector<ChunkRef>* find(std::string_view table) const {
+    auto it = tables.find(std::string(table));
+    return it == tables.end() ? nullptr : &it->second;
+  }
+};
+Result<std::shared_ptr<const ChunkIndex>> read_chunk_index(sqlite3* db);
 
 struct LoadOptions {
   WindowRequest window;        // empty: the whole trace
@@ -39,6 +63,13 @@ struct LoadOptions {
     std::vector<CallExt> ext;  // one per call (empty when it had none)
   };
   std::shared_ptr<const MemoryCalls> memory_before;
+  // The file's chunk index (read_chunk_index), shared by the batches of one explain; load_trace
+  // reads it when not given.
+  std::shared_ptr<const ChunkIndex> chunks;
+  // An earlier batch's rows, done with: their big vectors are emptied and read into, their
+  // pages already faulted in (a fresh vector of hundreds of MB is faulted in and zeroed again,
+  // and freed with munmap, every batch).
+  std::shared_ptr<TraceRows> reuse;
 };
 
 // Where the trace ends: session.end_ns for a complete trace; for one still recording or cut short,

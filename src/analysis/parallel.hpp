@@ -51,12 +51,15 @@ void parallel_for_largest_first(size_t n, Cost cost, Fn fn) {
 template <class T>
 void grow_parallel(std::vector<T>& v, size_t n) {
   const size_t old = v.size();
+  // A vector with the room already (a batch's buffers reused: LoadOptions::reuse) has its pages:
+  // asking the kernel again walks hundreds of MB of page tables for nothing.
+  const bool fresh = v.capacity() < old + n;
   v.reserve(old + n);
 #ifdef MADV_POPULATE_WRITE  // Linux 5.14; elsewhere resize() faults the pages in
   constexpr uintptr_t kPage = 4096;
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(v.data() + old) + kPage - 1) & ~(kPage - 1);
   const uintptr_t hi = reinterpret_cast<uintptr_t>(v.data() + old + n) & ~(kPage - 1);
-  if (hi > lo + (kPage << 8)) {  // not worth threads for a megabyte
+  if (fresh && hi > lo + (kPage << 8)) {  // not worth threads for a megabyte
     const size_t pieces = std::max(1u, std::thread::hardware_concurrency());
     const uintptr_t step = ((hi - lo) / pieces + kPage - 1) & ~(kPage - 1);
     parallel_for(pieces, [&](size_t k) {

@@ -73,12 +73,7 @@ class CallFiller {
   // the copy direction an API's name fixes.
   void fill(CallRow& c) const {
     const Api a = c.api < by_api_.size() ? by_api_[c.api] : Api{};
-    if (c.cat == kUnknownCategory) c.cat = a.cat;
-    if (c.cat != Category::Copy) {
-      c.dir = -1;
-    } else if (c.dir < 0 && a.fixed_dir >= 0) {
-      c.dir = a.fixed_dir;
-    }
+    fill_call(c, a.cat, a.fixed_dir);
   }
 
  private:
@@ -111,11 +106,7 @@ void prepare_memory_calls(TraceRows& rows, const CallFiller& filler) {
   }
 }
 
-// What the pass that fills in the calls finds on the way.
-struct FilledCalls {
-  std::vector<size_t> default_copies;  // copies whose direction their addresses must tell
-  bool sorted = true;                  // already in (tid, ts) order
-};
+using FilledCalls = TraceRows::CallsFilled;
 
 // Fills in every call: one pass over millions of them, in pieces on every core.
 FilledCalls fill_calls(std::vector<CallRow>& calls, const CallFiller& filler) {
@@ -304,13 +295,14 @@ void derive_syscalls(TraceRows& rows) {
     if (!cur) return;
     if (next && next->tid == cur->tid) cur->end = std::min(cur->end, next->ts);
     if (cur->nr >= 0 && (cur->slept || cur->samples >= 2) && cur->end - cur->ts >= kSlowSyscallNs)
-      rows.syscalls.push_back({cur->ts, cur->end - cur->ts, cur->pid, cur->tid,
-                               static_cast<uint32_t>(cur->nr), 0});
+      rows.syscalls.push_back(
+          {cur->ts, cur->end - cur->ts, cur->pid, cur->tid, static_cast<uint32_t>(cur->nr), 0});
     cur.reset();
   };
   for (size_t i = 0, j = 0; i < off.size() || j < smp.size();) {
     Stretch p;
-    if (j == smp.size() || (i < off.size() && before(off[i].tid, off[i].ts, smp[j].tid, smp[j].ts))) {
+    if (j == smp.size() ||
+        (i < off.size() && before(off[i].tid, off[i].ts, smp[j].tid, smp[j].ts))) {
       const OffCpuRow& o = off[i++];
       p = {o.ts, o.end(), o.pid, o.tid, app_nr(o.syscall), 0, true, false};
     } else {
@@ -364,7 +356,10 @@ void prepare_rows(TraceRows& rows) {
   if (rows.apis.empty()) rows.apis = catalog_api_table();
   const CallFiller filler(rows);
   prepare_memory_calls(rows, filler);
-  const FilledCalls f = fill_calls(rows.calls, filler);
+  // The loader fills its calls as it reads them; hand-built rows are filled here.
+  const FilledCalls f =
+      rows.calls_filled ? std::move(*rows.calls_filled) : fill_calls(rows.calls, filler);
+  rows.calls_filled.reset();
   infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
   if (!f.sorted) regroup_by_tid_ts(rows.calls);
   sort_by_tid_ts(rows.syscalls);

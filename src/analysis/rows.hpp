@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,9 +29,9 @@ struct CallExt {
   // Communicator set-up (ncclCommInitRank*): the rank in addr, the communicator size in bytes.
   // Device selection (cudaSetDevice, hipSetDevice): the ordinal in addr.
   uint64_t addr = 0;
-  uint64_t addr2 = 0;  // copy src
-  int32_t ret = 0;     // 0 = success
-  int32_t stack_id = -1;  // api_calls.stack_id (trace --stacks); -1: none
+  uint64_t addr2 = 0;       // copy src
+  int32_t ret = 0;          // 0 = success
+  int32_t stack_id = -1;    // api_calls.stack_id (trace --stacks); -1: none
   int32_t pystack_id = -1;  // api_calls.py_stack (Python processes); -1: none
   bool empty() const {
     return bytes == 0 && addr == 0 && addr2 == 0 && ret == 0 && stack_id < 0 && pystack_id < 0;
@@ -53,6 +54,17 @@ struct CallRow {
   int64_t end() const { return ts + dur; }
 };
 static_assert(sizeof(CallRow) == 32, "CallRow is sized for ten million rows in memory");
+
+// A call's derived fields, as prepare_rows fills them: its category (its API's, where the file
+// left it out), and a copy's direction where its API's name fixes one (-1 for any other call).
+inline void fill_call(CallRow& c, Category api_cat, int8_t fixed_dir) {
+  if (c.cat == kUnknownCategory) c.cat = api_cat;
+  if (c.cat != Category::Copy) {
+    c.dir = -1;
+  } else if (c.dir < 0 && fixed_dir >= 0) {
+    c.dir = fixed_dir;
+  }
+}
 
 // The CallExt of a call of category `cat`: its addresses are kept for memory operations only.
 CallExt make_call_ext(Category cat, uint64_t bytes, uint64_t addr, uint64_t addr2, int32_t ret);
@@ -125,9 +137,9 @@ struct BlockIoRow {
 struct CpuSampleRow {
   int64_t ts = 0, dur = 0;
   uint32_t pid = 0, tid = 0;
-  int16_t syscall = -1;  // the syscall it was in; -1: none
-  bool kernel = false;   // kernel code (a syscall, a fault, an interrupt)
-  int32_t stack_id = -1;  // the user stack (--stacks); -1: none
+  int16_t syscall = -1;     // the syscall it was in; -1: none
+  bool kernel = false;      // kernel code (a syscall, a fault, an interrupt)
+  int32_t stack_id = -1;    // the user stack (--stacks); -1: none
   int32_t pystack_id = -1;  // cpu_samples.py_stack (Python processes, ABI 6); -1: none
   int64_t end() const { return ts + dur; }
 };
@@ -272,6 +284,14 @@ struct TraceRows {
   bool syscalls_from_scheduler() const;
 
   std::vector<CallRow> calls;
+  // Set by the loader, which fills each call in as it reads it (fill_call), with what
+  // prepare_rows' own pass over the calls would have found: prepare_rows then skips that pass.
+  // Hand-built rows leave it empty.
+  struct CallsFilled {
+    std::vector<size_t> default_copies;  // copies whose direction their addresses must tell
+    bool sorted = true;                  // calls already in (tid, ts) order
+  };
+  std::optional<CallsFilled> calls_filled;
   // Allocation, free, NCCL communicator set-up and device selection (cudaSetDevice) calls from
   // the start of the trace to the window's end (any thread, sorted by ts): pinned host buffers
   // are usually allocated once, communicators set up and devices chosen once, long before the

@@ -34,6 +34,11 @@ class Query {
   }
   // SQLITE_ROW: a row is ready; SQLITE_DONE: finished; anything else is an error.
   int step() { return rc_ = sqlite3_step(s_); }
+  // Ready to run again with new binds.
+  void reset() {
+    sqlite3_reset(s_);
+    rc_ = SQLITE_OK;
+  }
   bool failed() const { return rc_ != SQLITE_DONE && rc_ != SQLITE_ROW && rc_ != SQLITE_OK; }
 
   // NULL reads as 0 (SQLite's own conversion); queries coalesce where 0 would mislead.

@@ -930,11 +930,7 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   for (size_t k = 0; k < shared.size(); ++k)
     shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
   std::vector<ThreadBudget> out(joins.threads.size());
-  // A thread's sweep costs about its off-CPU rows (and a little per call).
-  const auto cost = [&](size_t k) {
-    const auto [ob, oe] = Joins::range(joins.offcpu, joins.threads[k].tid);
-    return oe - ob + joins.threads[k].calls() / 16;
-  };
+  const auto cost = [&](size_t k) { return joins.offcpu_work(joins.threads[k]); };
   parallel_for_largest_first(joins.threads.size(), cost, [&](size_t k) {
     ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle,
                      small_copy_bytes);

@@ -42,21 +42,22 @@ SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
   using namespace call_bits;
   const uint8_t* const all_bits = ctx.joins.bits.data();
   const CallRow* const calls = ctx.rows.calls.data();
+  // A call that queues work and is neither a copy (a read-back, maybe) nor a sync: a launch.
+  const auto launch = [](uint8_t bits) { return (bits & kEnqueues) && !(bits & (kCopy | kSync)); };
   for (size_t i = t.call_begin; i < t.call_end; ++i) {
     // The rows read below are far apart (launches are decided on their byte alone): ask for the
     // one far enough on now that it is in the cache when the loop gets there.
     constexpr size_t kAhead = 192;
     if (i + kAhead < t.call_end) {
       const uint8_t ahead = all_bits[i + kAhead];
-      if (ahead && !((ahead & kEnqueues) && !(ahead & (kCopy | kSync))))
-        __builtin_prefetch(calls + i + kAhead);
+      if (ahead && !launch(ahead)) __builtin_prefetch(calls + i + kAhead);
     }
     const uint8_t bits = all_bits[i];
     if (!bits) continue;  // nested
     // A launch with no sync waiting for its refill gap only says the host launched since the
     // last sync (then nothing is pending, and no other call is being collected): most calls,
     // decided from their byte in Joins::bits without reading the row.
-    if (pending.empty() && (bits & kEnqueues) && !(bits & (kCopy | kSync))) {
+    if (pending.empty() && launch(bits)) {
       launched_since = true;
       continue;
     }
@@ -71,8 +72,7 @@ SyncUse collect_sync_uses(const Context& ctx, const ThreadSummary& t) {
         if (c.ts < s.end()) continue;  // nested inside the sync itself
         // Stalls in the gap have causes of their own (preemption, a lock, I/O, other API
         // calls): only the host's own work between the drain and the next launch is the sync's.
-        const int64_t gap =
-            c.ts - s.end() - stalls.stalled_ns(s.end(), c.ts, other_calls);
+        const int64_t gap = c.ts - s.end() - stalls.stalled_ns(s.end(), c.ts, other_calls);
         if (c.ts - s.end() <= ctx.th.max_refill_gap_ns && gap > 0) {
           u.gaps.push_back(gap);
           // Without the sync that host work would overlap the GPU work the sync waited for:

@@ -185,7 +185,7 @@ std::vector<CollectiveWait> collective_waits(const Context& ctx) {
       const CallRow& c = ctx.rows.calls[i];
       CollectiveWait w{static_cast<uint32_t>(i), c.pid, c.api, c.ts, c.end()};
       for (size_t j = i + 1; j < t.call_end; ++j) {
-        if (ctx.joins.nested[j]) continue;
+        if (ctx.joins.nested(j)) continue;
         const Category next = ctx.rows.calls[j].cat;
         if (next == Category::Sync) w.end = std::max(w.end, ctx.rows.calls[j].end());
         if (next != Category::Group) break;  // ncclGroupEnd may sit between the two

@@ -127,32 +127,22 @@ uint8_t call_bits_of(const ApiMeta& m, Category cat) {
 
 // The calls of one thread that overlap [a, b) (nested ones too), appended to `out`. `from`: a
 // call index at or before the first call starting at or after a (a cursor for rows in time
-// order); returns that first call's index. The calls before it still running at a are found
-// walking back: an outermost call that ended by a ends the walk, since a call before it running
-// past a would have held it, and made it nested.
+// order); returns that first call's index.
 size_t calls_overlapping(const TraceRows& rows, const Joins& j, const ThreadSummary& t, int64_t a,
                          int64_t b, size_t from, std::vector<uint32_t>& out) {
   const size_t g = gallop_ts(rows.calls, from, t.call_end, a);
   if (b <= a) return g;
-  for (size_t k = g; k > t.call_begin;) {
-    --k;
-    if (rows.calls[k].end() > a) {
-      out.push_back(static_cast<uint32_t>(k));
-    } else if (j.bits[k]) {
-      break;
-    }
+  // Before g, the calls still running at a: from the first of them on, all but nested ones that
+  // ended inside another by a.
+  for (size_t k = first_running_at(rows.calls.data(), j.bits.data(), t.call_begin, g, a); k < g;
+       ++k) {
+    if (rows.calls[k].end() > a) out.push_back(static_cast<uint32_t>(k));
   }
   for (size_t k = g; k < t.call_end && rows.calls[k].ts < b; ++k)
     out.push_back(static_cast<uint32_t>(k));
   return g;
 }
 
-// Per-call overlaps of one thread. Only the calls that some off-CPU interval, syscall or block
-// I/O request of the thread overlaps can have one: those are found from the rows (far fewer than
-// the calls of a busy thread), then each is joined as before. Calls are sorted by start and a
-// thread's off-CPU intervals and syscalls never overlap one another, so their ends are sorted too
-// and one forward pointer per table finds everything overlapping each call (nested calls start
-// later, never earlier).
 // Time of [x, y) inside the union of calls `idx` (each cut at the span's end): the few calls
 // around one off-CPU interval.
 int64_t union_in(const TraceRows& rows, const ThreadSummary& t, std::span<const uint32_t> idx,
@@ -384,7 +374,6 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
   j.reclaim = tid_ranges(rows.reclaim);
   j.cpu_samples = tid_ranges(rows.cpu_samples);
   grow_parallel(j.queued_ahead, rows.calls.size());
-  grow_parallel(j.nested, rows.calls.size());
   grow_parallel(j.bits, rows.calls.size());
   j.offcpu_meets_call.assign(rows.offcpu.size(), 1);  // rows of no GPU thread: never asked
   // Calls are sorted by (tid, ts): each thread is one run of them.
@@ -414,10 +403,9 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     // the window's end is the same) and at the end of the call before.
     const int64_t own_cut = cont != rows.span_ends.end() ? cut : end_at;
     int64_t own_from = t.first_ns;
-    // Sums in locals, rows through plain pointers: a store to a byte array (nested, bits) may
-    // alias anything, so members written in the loop would be reloaded and stored every call.
+    // Sums in locals, rows through plain pointers: a store to a byte array (bits) may alias
+    // anything, so members written in the loop would be reloaded and stored every call.
     const CallRow* const cs = rows.calls.data();
-    uint8_t* const nested = j.nested.data();
     uint8_t* const bits_of = j.bits.data();
     uint32_t* const ahead = j.queued_ahead.data();
     std::array<int64_t, kCallTimes> own{};
@@ -429,10 +417,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
       if (waits_for_gpu(m)) waits.add(c.ts, std::min(c.end(), cut));
       const bool inside = i > t.call_begin && c.ts < last && c.end() <= last;
       last = std::max(last, c.end());
-      if (inside) {  // the outer call already queued or drained this work
-        nested[i] = 1;
-        continue;
-      }
+      if (inside) continue;  // nested (bits 0): the outer call queued or drained this work
       const uint8_t bits = call_bits_of(m, c.cat);
       bits_of[i] = bits;
       if (const int64_t s = std::max(c.ts, own_from), e = std::min(c.end(), own_cut); e > s) {
@@ -453,11 +438,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     t.waiting_api_ns = waits.total();
   });
   std::vector<std::vector<CallOverlap>> overlaps(j.threads.size());
-  // The second pass reads each thread's off-CPU rows and the calls around them.
-  const auto off_of = [&](size_t k) {
-    const auto [ob, oe] = Joins::range(j.offcpu, j.threads[k].tid);
-    return oe - ob + j.threads[k].calls() / 16;
-  };
+  const auto off_of = [&](size_t k) { return j.offcpu_work(j.threads[k]); };
   parallel_for_largest_first(j.threads.size(), off_of, [&](size_t k) {
     ThreadSummary& t = j.threads[k];
     std::vector<int64_t> in_calls;  // per off-CPU row of the thread

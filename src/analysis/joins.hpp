@@ -222,11 +222,9 @@ struct Joins {
   std::vector<CallOverlap> overlaps;  // sorted by call index
   std::vector<uint32_t>
       queued_ahead;  // per call: async work queued on its thread since its last wait
-  // per call: 1 when it runs inside an earlier call of its thread (a runtime call's own driver
-  // call, when both libraries are probed): totals skip these so time is not counted twice
-  std::vector<uint8_t> nested;
-  // per call: what the GPU-queue model and the time budget ask of it (CallBits), 0 when nested:
-  // those passes read a byte per launch instead of its 32-byte row, API metadata and category
+  // per call: what the GPU-queue model, the time budget and the detectors ask of it
+  // (call_bits), 0 when nested: those passes read a byte per launch instead of its 32-byte row,
+  // API metadata and category
   std::vector<uint8_t> bits;
   // per off-CPU row (TraceRows::offcpu): 1 when a call of its thread may overlap it (0: none
   // does), so the time budget looks for calls only there
@@ -238,6 +236,15 @@ struct Joins {
   // The overlaps of one thread's calls (contiguous: overlaps are sorted by call index).
   std::span<const CallOverlap> overlaps_of(const ThreadSummary& t) const;
   const ThreadSummary* thread(uint32_t tid) const;
+  // What a pass over a thread's off-CPU rows and the calls around them costs, to order the
+  // threads' work (parallel_for_largest_first): its rows, and a little per call.
+  size_t offcpu_work(const ThreadSummary& t) const {
+    const auto [ob, oe] = range(offcpu, t.tid);
+    return oe - ob + t.calls() / 16;
+  }
+  // Whether call i runs inside an earlier call of its thread (a runtime call's own driver call,
+  // when both libraries are probed): totals skip these so time is not counted twice.
+  bool nested(size_t i) const { return bits[i] == 0; }
   // Time of [from, to) that `tid` spent off the CPU, in slow syscalls, in direct reclaim or in
   // the `extra` intervals (the union: a thread blocked in read() is both): time with a cause of
   // its own. (StallWalk asks it of many intervals in time order.)
@@ -327,6 +334,23 @@ inline size_t gallop_ts(const std::vector<CallRow>& calls, size_t from, size_t e
       calls.begin());
 }
 
+// Of calls [lo, g), all starting before t, the first still running at t; g when none is. Walked
+// back from g: an outermost call (bits non-zero) that ended by t ends the walk, since a call
+// before it running past t would have held it, and made it nested.
+inline size_t first_running_at(const CallRow* calls, const uint8_t* bits, size_t lo, size_t g,
+                               int64_t t) {
+  size_t first = g;
+  for (size_t k = g; k > lo;) {
+    --k;
+    if (calls[k].end() > t) {
+      first = k;
+    } else if (bits[k]) {
+      break;
+    }
+  }
+  return first;
+}
+
 // One thread's outermost calls (a runtime call's own driver call is inside it) as disjoint
 // pieces in time order, each cut to the span and to the end of the piece before it: together
 // they are the union of its calls over its span. Made one at a time, as a forward walk asks;
@@ -374,18 +398,8 @@ class OuterCalls {
     size_t from = std::min(std::max(i_, hint_), end_);
     if (from > i_ && calls_[from - 1].ts >= t) from = i_;
     const size_t g = gallop_ts(*all_, from, end_, t);  // calls before g start before t
-    // The piece covering t is the first call before g still running at t. Back from g, an
-    // outermost call that ended by t ends the search: a call before it running past t would
-    // have held it, and made it nested.
-    size_t owner = g;
-    for (size_t k = g; k > i_;) {
-      --k;
-      if (calls_[k].end() > t) {
-        owner = k;
-      } else if (bits_[k]) {
-        break;
-      }
-    }
+    // The piece covering t is the first call before g still running at t.
+    const size_t owner = first_running_at(calls_, bits_, i_, g, t);
     // The pieces of the calls before the owner (or before g) all end by t; the owner's starts
     // at or before t either way, so cutting it from t changes nothing a later walk sees.
     if (owner > i_) {

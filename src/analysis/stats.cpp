@@ -65,7 +65,7 @@ ThreadOps count_ops(const TraceRows& rows, const Joins& joins, const ThreadSumma
     OpAcc& a = by_api[c.api];
     seen[c.api] = 1;
     a.hist.add(c.dur);
-    a.nested += joins.nested[i];
+    a.nested += joins.nested(i);
     if (c.ext == kNoExt) continue;
     const CallExt& e = rows.ext(c);
     if (e.ret != 0) ++a.errors;

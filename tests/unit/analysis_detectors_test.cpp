@@ -315,15 +315,17 @@ TEST(AnalysisDetectors, ACleanLaunchBoundLoopSaysTheGpuMayWaitForTheHost) {
   EXPECT_FALSE(hinted(g)) << "its thread waits for the GPU";
 }
 
+// One 10 ms step at t: five launches, then loss.item() (4 bytes back, waiting 6.5 ms for the
+// kernels); what follows until the next step is host work.
+void read_back_step(RowsBuilder& b, double t) {
+  for (int k = 0; k < 5; ++k) b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
+  b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
+}
+
 TEST(AnalysisDetectors, HiddenSyncFromScalarReadBacks) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");
-  for (double t = 0; t < 10'000; t += 10) {
-    for (int k = 0; k < 5; ++k)
-      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
-    // loss.item(): 4 bytes back, waits 6.5 ms for the kernels; then 3 ms of host work.
-    b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
-  }
+  for (double t = 0; t < 10'000; t += 10) read_back_step(b, t);  // then 3 ms of host work
   const Report r = analyze(b.build());
   ASSERT_FALSE(r.chains.empty());
   const Chain& c = r.chains.front();
@@ -341,9 +343,7 @@ TEST(AnalysisDetectors, TwoSyncsPerStepAreStillHiddenSyncs) {
   RowsBuilder b;
   b.process(kTrainer, "trainer");
   for (double t = 0; t < 10'000; t += 10) {
-    for (int k = 0; k < 5; ++k)
-      b.call(kTrainer, kTrainer, "cudaLaunchKernel", t + 0.05 * k, 5 * kUs);
-    b.call(kTrainer, kTrainer, "cudaMemcpy", t + 0.3, 6500 * kUs, 4, 2, 0x7f0000001000, 0x10000);
+    read_back_step(b, t);
     b.call(kTrainer, kTrainer, "cudaStreamSynchronize", t + 8, 20 * kUs);
   }
   const Report r = analyze(b.build());

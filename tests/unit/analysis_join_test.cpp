@@ -276,9 +276,9 @@ TEST(AnalysisJoin, NestedDriverCallsAreCountedOnce) {
   b.call(100, 100, "cudaLaunchKernel", 20, 5 * kUs);
   const TraceRows rows = b.build();
   const Joins j = compute_joins(rows);
-  EXPECT_EQ(j.nested[0], 0);
-  EXPECT_EQ(j.nested[1], 1);
-  EXPECT_EQ(j.nested[2], 0);
+  EXPECT_FALSE(j.nested(0));
+  EXPECT_TRUE(j.nested(1));
+  EXPECT_FALSE(j.nested(2));
   EXPECT_EQ(j.threads[0].api_ns, 10 * kMs + 5 * kUs);
   EXPECT_EQ(rows.calls[1].dir, static_cast<int8_t>(CopyDir::HostToDevice));  // from the symbol
 }

@@ -11,15 +11,17 @@
 #             are found when the workload loads them; entry+return probes, launch batches)
 #   gw_entry  the same with --entry-only launch
 #   gw_stacks the same with --stacks
+#   gw_base   default `trace` of another build (GPUWHY_BASE=/path/to/gpuwhy): a change measured
+#             against the build before it, in the same rounds
 # After each traced run the trace is checked: the workload's launches must be in api_calls (a
 # tracer that missed its probes would look free) and the agent must report 0 events lost.
 #
 # Needs only the gpuwhy binary (the static build is enough: GPUWHY=/path/to/gpuwhy) and a python3
-# that imports torch with CUDA. Not yet run on a GPU: no GPU machine has been lent to this project so
-# far (the harness itself was checked with a stand-in PYTHON running launch_storm on the simulated
-# runtime).
+# that imports torch with CUDA. Run on an H200 on 2026-11-28 (docs/performance.md §10), through
+# bench/gpu/device_check.sh.
 #
-# usage: bench/gpu.sh   (env: RUNS=7 STEPS=40 LAUNCHES=50000 PYTHON=python3 GPUWHY=... CONFIGS=...)
+# usage: bench/gpu.sh   (env: RUNS=7 STEPS=40 LAUNCHES=50000 PYTHON=python3 GPUWHY=... CONFIGS=...
+#                       WORKLOADS="train launch" GPUWHY_BASE=...)
 source "$(dirname "$0")/lib/common.sh"
 need_root
 PYTHON=${PYTHON:-python3}
@@ -33,6 +35,10 @@ need_file "$GPUWHY" "$WORKLOAD"
 
 # CONFIGS="none gw" (env) measures a subset when device time is short.
 read -r -a CONFIGS <<<"${CONFIGS:-none gw gw_entry gw_stacks}"
+read -r -a WORKLOADS <<<"${WORKLOADS:-train launch}"
+for c in "${CONFIGS[@]}"; do
+  [ "$c" != gw_base ] || need_file "${GPUWHY_BASE:-}"
+done
 TSV=$GW_BENCH_OUT/gpu.tsv
 echo -e "round\tconfig\tworkload\tvalue\tlost\tcalls" >"$TSV"
 
@@ -53,6 +59,7 @@ gw_flags() {
     gw) echo "" ;;
     gw_entry) echo "--entry-only launch" ;;
     gw_stacks) echo "--stacks" ;;
+    *) echo "" ;;
   esac
 }
 
@@ -61,13 +68,15 @@ for ((r = 1; r <= RUNS; r++)); do
   n=${#CONFIGS[@]}
   for ((k = 0; k < n; k++)); do
     c=${CONFIGS[$(((k + r) % n))]}
-    for w in train launch; do
+    for w in "${WORKLOADS[@]}"; do
       lost=- calls=-
       if [ "$c" = none ]; then
         v=$(run_workload "$w")
       else
+        bin=$GPUWHY
+        [ "$c" != gw_base ] || bin=$GPUWHY_BASE
         # shellcheck disable=SC2046
-        start_gpuwhy "gpu_$c" $(gw_flags "$c")
+        GPUWHY=$bin start_gpuwhy "gpu_$c" $(gw_flags "$c")
         v=$(run_workload "$w")
         stop_gpuwhy
         lost=$(lost_of_log "$GW_LOG")
@@ -91,7 +100,7 @@ done
   echo
   echo "| workload | config | value | slowdown | events lost | launches recorded |"
   echo "| --- | --- | --- | --- | --- | --- |"
-  for w in train launch; do
+  for w in "${WORKLOADS[@]}"; do
     for c in "${CONFIGS[@]}"; do
       v=$(awk -F'\t' -v c="$c" -v w="$w" '$2 == c && $3 == w {print $4}' "$TSV" | stats)
       s=$(awk -F'\t' -v c="$c" -v w="$w" '

@@ -7,6 +7,8 @@
 # bench/gpu.sh (RUNS, CONFIGS, BENCH_S from the environment). Every step is time-boxed and
 # independent; everything goes to $OUT/log.txt, the traces to $OUT/traces.tgz. First run
 # 2026-11-28 on an H200: 3 minutes (investigations/pytorch-h200, docs/performance.md §10).
+# ONLY_BENCH=1 skips the traced PyTorch, loader and NCCL steps (the host check and the overhead
+# bench still run): for a second visit whose probes have not changed since the first.
 set -u
 R=$PWD; GW=${GPUWHY:-$R/.devrun/gpuwhy}; O=${OUT:-/tmp/out}; mkdir -p "$O"; T=/tmp/gwdev; mkdir -p $T
 exec > >(tee "$O/log.txt") 2>&1
@@ -21,6 +23,7 @@ readlink -f "$(command -v python3)"
 "$GW" --version
 step check
 timeout 60 "$GW" check; echo "check rc=$?"
+if [ "${ONLY_BENCH:-0}" != 1 ]; then
 step "train traced (defaults)"
 timeout 150 "$GW" trace -q -o $T/train.db -- python3 bench/gpu/torch_workload.py train --steps 20 --warmup 5; echo "rc=$?"
 q $T/train.db "SELECT family, name, count(*) calls, sum(dur)/1e6 ms FROM v_calls GROUP BY 1,2 ORDER BY 3 DESC" 40
@@ -44,6 +47,7 @@ timeout 90 "$GW" trace -q -o $T/launch.db -- python3 bench/gpu/torch_workload.py
 q $T/launch.db "SELECT family, name, count(*) FROM v_calls GROUP BY 1,2 ORDER BY 3 DESC" 12
 timeout 60 "$GW" explain --db $T/launch.db | head -50
 (cd $T && ls -la && tar czf "$O/traces.tgz" train.db stalls.db nccl.db launch.db stalls.json 2>&1; ls -la "$O")
+fi
 step "overhead bench"
 GPUWHY="$GW" GW_BENCH_OUT=$T/bench RUNS=${RUNS:-3} STEPS=20 LAUNCHES=20000 CONFIGS="${CONFIGS:-none gw}" timeout ${BENCH_S:-200} bash bench/gpu.sh; echo "bench rc=$?"
 cp $T/bench/gpu.tsv $T/bench/gpu.md "$O/" 2>/dev/null

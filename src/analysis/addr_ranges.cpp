@@ -6,7 +6,7 @@
 
 namespace gpuwhy::analysis {
 
-AddressMap AddressMap::build(const TraceRows& rows, const std::vector<CallRow>& memory_calls) {
+AddressMap AddressMap::build(const TraceRows& rows, const CallRows& memory_calls) {
   AddressMap m;
   // Live allocations by start address, per kind, so a free closes the right one.
   std::map<uint64_t, size_t> live_pinned, live_device;

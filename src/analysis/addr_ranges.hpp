@@ -16,7 +16,7 @@ namespace gpuwhy::analysis {
 class AddressMap {
  public:
   // From allocation/free calls sorted by ts (TraceRows::memory_calls).
-  static AddressMap build(const TraceRows& rows, const std::vector<CallRow>& memory_calls);
+  static AddressMap build(const TraceRows& rows, const CallRows& memory_calls);
 
   // Was [addr, addr + bytes) inside one pinned host allocation alive at `ts`?
   bool pinned(uint64_t addr, uint64_t bytes, int64_t ts) const;

@@ -273,7 +273,7 @@ std::map<DevKey, ProcessMemory> memory_by_device(TraceRows& rows, const DeviceMa
     if (fresh) keys.emplace_back(pid, dev);
     return it->second;
   };
-  std::vector<CallRow> calls, memory;
+  CallRows calls, memory;
   std::map<uint32_t, std::pair<CallRow, CallRow>> span;  // key -> (first start, last end)
   for (const CallRow& c : rows.calls) {
     if (c.cat == Category::Device) continue;

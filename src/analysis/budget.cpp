@@ -149,9 +149,9 @@ class Cursor : public Walker<ListSource> {
 
 // Rows of one thread from a (tid, ts)-sorted table, clipped to [from, to), as pieces. Rows of
 // one thread in these tables never overlap; a stray overlap is cut so pieces stay disjoint.
-template <class Row>
-std::vector<Piece> pieces_of(const std::vector<Row>& v, std::pair<size_t, size_t> r, int64_t from,
-                             int64_t to) {
+template <class Row, class A>
+std::vector<Piece> pieces_of(const std::vector<Row, A>& v, std::pair<size_t, size_t> r,
+                             int64_t from, int64_t to) {
   std::vector<Piece> out;
   out.reserve(r.second - r.first);
   int64_t last_end = from;

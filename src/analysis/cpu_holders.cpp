@@ -22,8 +22,8 @@ void add_time(std::vector<HolderTime>& acc, size_t first, uint32_t pid, uint32_t
 }
 
 // Index ranges of rows sorted by `key`: [begin, end) of each key's rows.
-template <class Key, class Row, class Fn>
-std::unordered_map<Key, std::pair<size_t, size_t>> ranges(const std::vector<Row>& v, Fn key) {
+template <class Key, class Row, class A, class Fn>
+std::unordered_map<Key, std::pair<size_t, size_t>> ranges(const std::vector<Row, A>& v, Fn key) {
   std::unordered_map<Key, std::pair<size_t, size_t>> out;
   for (size_t i = 0; i < v.size();) {
     size_t j = i + 1;

@@ -176,8 +176,8 @@ Result<std::unordered_map<uint32_t, int64_t>> next_calls(sqlite3* db, const Chun
 // The interval events a window's analysis counts: those that start in it (the first window also
 // those that started before the whole window, the last those read past its end), so that
 // events overlapping two windows are counted once.
-template <typename Row>
-uint64_t starting_in(const std::vector<Row>& v, int64_t lo, int64_t hi) {
+template <typename Row, typename A>
+uint64_t starting_in(const std::vector<Row, A>& v, int64_t lo, int64_t hi) {
   return static_cast<uint64_t>(
       std::count_if(v.begin(), v.end(), [&](const Row& e) { return e.ts >= lo && e.ts < hi; }));
 }

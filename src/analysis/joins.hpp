@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/percentile.hpp"
 #include "analysis/rows.hpp"
 
 namespace gpuwhy::analysis {
@@ -116,7 +117,9 @@ inline uint64_t culprit_key(uint32_t pid, uint32_t tid, uint32_t own_pid) {
 // thread's preemptions (used only for the guess), then ask for each blocked interval.
 class RunqBlame {
  public:
-  void preempted(uint16_t cpu, uint64_t key, int64_t ns) { by_cpu_[cpu][key] += ns; }
+  // Kept as they come and summed only if a guess is needed: recorded holders (every trace since
+  // ABI 2) need none, and a hash update per preemption was a percent of explain.
+  void preempted(uint16_t cpu, uint64_t key, int64_t ns) { preemptions_.push_back({key, ns, cpu}); }
   struct Blame {
     uint64_t key = 0;
     bool preemptor = false;  // true: a preemptor already counted; false: o.holder_* is the culprit
@@ -133,7 +136,9 @@ class RunqBlame {
 
  private:
   void rank() {
-    for (const auto& [cpu, m] : by_cpu_) {
+    std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu;  // cpu -> key -> ns
+    for (const Preemption& p : preemptions_) by_cpu[p.cpu][p.key] += p.ns;
+    for (const auto& [cpu, m] : by_cpu) {
       // Ties go to the smaller key, so the answer never depends on hash order.
       auto best = std::max_element(m.begin(), m.end(), [](auto& a, auto& b) {
         return a.second != b.second ? a.second < b.second : a.first > b.first;
@@ -142,7 +147,12 @@ class RunqBlame {
     }
     ranked_ = true;
   }
-  std::unordered_map<uint16_t, std::unordered_map<uint64_t, int64_t>> by_cpu_;  // cpu -> key -> ns
+  struct Preemption {
+    uint64_t key;
+    int64_t ns;
+    uint16_t cpu;
+  };
+  std::vector<Preemption> preemptions_;
   std::unordered_map<uint16_t, uint64_t> top_;
   bool ranked_ = false;
 };
@@ -175,6 +185,15 @@ inline CallTime call_time(uint8_t bits, uint64_t copy_bytes, uint64_t small_copy
 
 // One thread that made GPU API calls, over its active span in the window (first call's start to
 // last call's end): the denominator of every "share of wall time" about it.
+// One thread's calls of one API, counted in the joins' pass over its calls (the statistics'
+// first pass: compute_stats): durations by bucket, errors, bytes moved, and how many were nested
+// in another call of the thread.
+struct OpCount {
+  uint16_t api = 0;
+  DurHistogram hist;
+  uint64_t errors = 0, bytes = 0, nested = 0;
+};
+
 struct ThreadSummary {
   uint32_t pid = 0, tid = 0;
   size_t call_begin = 0, call_end = 0;  // its calls: TraceRows::calls[call_begin, call_end)
@@ -230,6 +249,8 @@ struct Joins {
   // does), so the time budget looks for calls only there
   std::vector<uint8_t> offcpu_meets_call;
   std::vector<ThreadSummary> threads;  // sorted by tid
+  // per thread (as `threads`): its calls counted by API, ascending api
+  std::vector<std::vector<OpCount>> op_counts;
   TidRanges offcpu, syscalls, block_io, reclaim, cpu_samples;
 
   const CallOverlap* overlap(uint32_t call) const;
@@ -304,8 +325,8 @@ class StallWalk {
   struct Table {
     size_t first = 0, at = 0, end = 0;  // the thread's rows; `at`: the first ending after from
   };
-  template <class Row>
-  void add(const std::vector<Row>& v, Table& tb, int64_t from, int64_t to);
+  template <class Row, class A>
+  void add(const std::vector<Row, A>& v, Table& tb, int64_t from, int64_t to);
   const TraceRows& rows_;
   Table off_, sys_, rec_;
   int64_t last_from_ = std::numeric_limits<int64_t>::min();
@@ -319,7 +340,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes = kSmallCop
 // The first index in [from, end) whose call starts at or after t (calls sorted by ts), searched
 // from `from` outwards: the next time asked is usually a few calls on, so this reads a handful of
 // rows where a binary search over a thread's millions would miss the cache a dozen times.
-inline size_t gallop_ts(const std::vector<CallRow>& calls, size_t from, size_t end, int64_t t) {
+inline size_t gallop_ts(const CallRows& calls, size_t from, size_t end, int64_t t) {
   if (from == end || calls[from].ts >= t) return from;  // most often: nothing to skip
   size_t lo = from, step = 1;
   while (lo + step < end && calls[lo + step].ts < t) {
@@ -410,7 +431,7 @@ class OuterCalls {
 
  private:
   const CallRow* calls_;
-  const std::vector<CallRow>* all_;
+  const CallRows* all_;
   const uint8_t* bits_;
   size_t i_, end_;
   int64_t last_ns_, last_end_;
@@ -435,8 +456,8 @@ class CallUnion {
 
 // [begin, end) of each thread's rows in a (tid, ts)-sorted vector, in tid order: one binary
 // search per thread, not a look at each of millions of rows.
-template <class Row>
-std::vector<std::pair<size_t, size_t>> tid_runs(const std::vector<Row>& v) {
+template <class Row, class A>
+std::vector<std::pair<size_t, size_t>> tid_runs(const std::vector<Row, A>& v) {
   std::vector<std::pair<size_t, size_t>> runs;
   for (auto it = v.begin(); it != v.end();) {
     const uint32_t tid = it->tid;
@@ -448,8 +469,8 @@ std::vector<std::pair<size_t, size_t>> tid_runs(const std::vector<Row>& v) {
 }
 
 // (tid -> [begin, end)) of a (tid, ts)-sorted vector.
-template <class Row>
-TidRanges tid_ranges(const std::vector<Row>& v) {
+template <class Row, class A>
+TidRanges tid_ranges(const std::vector<Row, A>& v) {
   TidRanges r;
   for (const auto& [b, e] : tid_runs(v)) r[v[b].tid] = {b, e};
   return r;

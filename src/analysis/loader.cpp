@@ -2,12 +2,17 @@
 #include "analysis/loader.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 #include <tuple>
 #include <type_traits>
 #include <unordered_set>
+
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
 
 #include "analysis/parallel.hpp"
 #include "analysis/sql_scan.hpp"
@@ -80,10 +85,31 @@ struct PartRows {
   size_t n = 0;          // rows at `at`
   std::vector<Row> own;  // Keep::Few
   void push_back(const Row& r) {
-    if (at)
-      at[n++] = r;
-    else
+    if (!at) {
       own.push_back(r);
+      return;
+    }
+#ifdef __SSE2__
+    // Streamed past the cache: a batch's rows are hundreds of MB, read again only by the next
+    // pass, so a normal store's read of each line before writing it was a tenth of this loop.
+    // (A row is not read back from here until the scan's threads are done: fence in finish().)
+    if constexpr (sizeof(Row) % 16 == 0 && alignof(Row) <= 16) {
+      if ((reinterpret_cast<uintptr_t>(at) & 15) == 0) {
+        const auto* src = reinterpret_cast<const __m128i*>(&r);
+        auto* dst = reinterpret_cast<__m128i*>(at + n++);
+        for (size_t k = 0; k < sizeof(Row) / 16; ++k)
+          _mm_stream_si128(dst + k, _mm_loadu_si128(src + k));
+        return;
+      }
+    }
+#endif
+    at[n++] = r;
+  }
+  // Makes the streamed rows visible to other threads (before the scan's thread ends).
+  static void finish() {
+#ifdef __SSE2__
+    _mm_sfence();
+#endif
   }
   size_t size() const { return at ? n : own.size(); }  // the next row's index in this part
 };
@@ -98,9 +124,9 @@ struct PartRows {
 // `part_start`, when given, receives where each part's rows begin in `out`.
 // `only`: the pids whose chunks are read (a batch's, or --pid's), ascending; empty: every one.
 // Chunks it rules out are never read, let alone decoded.
-template <class Row, class Fn>
+template <class Row, class A, class Fn>
 Status scan_chunks(ScanPool& pool, const ChunkIndex& index, const Columns& cols, int64_t from,
-                   int64_t to, Keep keep, Fn each, std::vector<Row>& out,
+                   int64_t to, Keep keep, Fn each, std::vector<Row, A>& out,
                    std::vector<size_t>* part_start = nullptr,
                    const std::vector<uint32_t>& only = {}) {
   const store::ChunkedTable& table = *cols.table;
@@ -190,6 +216,7 @@ Status scan_chunks(ScanPool& pool, const ChunkIndex& index, const Columns& cols,
         for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
       }
     }
+    PartRows<Row>::finish();
     if (q.failed()) status[k] = q.error(chunks);
   };
   std::vector<std::thread> threads;
@@ -225,7 +252,7 @@ class PendingExt {
   }
   // Moves them to rows.call_ext and points each of `calls` (placed by scan_chunks at
   // `part_start`) at its own.
-  void attach(std::vector<CallRow>& calls, const std::vector<size_t>& part_start, TraceRows& rows) {
+  void attach(CallRows& calls, const std::vector<size_t>& part_start, TraceRows& rows) {
     size_t total = rows.call_ext.size();
     for (const auto& part : parts_) total += part.size();
     rows.call_ext.reserve(total);  // grown once: doubling faulted in and copied it twice over
@@ -555,6 +582,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                        k.values_of(c_nranks), k.values_of(c_py),    k.present_of(c_op),
                        k.present_of(c_stack), k.present_of(c_py)};
   };
+  // Returns the row it appended (not read back from `out`: its rows are streamed past the cache).
   auto keep_call = [&](const CallColumns& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;
@@ -575,6 +603,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     if (k.has_py[r]) e.pystack_id = static_cast<int32_t>(k.py[r]);
     if (!e.empty()) pending.add(out, e);
     out.push_back(c);
+    return c;
   };
   // What prepare_rows' pass over the calls would find, per part of the scan: the copies whose
   // direction their addresses must tell (by index in the part), and whether the part's calls
@@ -593,9 +622,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       if (k.ts[r] < from || k.ts[r] >= to) continue;
       if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.pid[r]))) continue;
       const size_t at = out.size();
-      keep_call(k, r, out, window_ext);
+      const CallRow c = keep_call(k, r, out, window_ext);
       if (!fill) continue;
-      const CallRow& c = out.at[at];
       if (c.cat == Category::Copy && c.dir == static_cast<int8_t>(CopyDir::Default))
         pf.default_copies.push_back(at);
       if (c.tid < pf.last_tid || (c.tid == pf.last_tid && c.ts < pf.last_ts)) pf.sorted = false;
@@ -638,7 +666,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   // One pass over the window's calls: the processes that made them (a thread's calls are
   // together: few inserts), and the allocations and frees among them.
   std::unordered_set<uint32_t> gpu_pids;
-  std::vector<CallRow> window_memory;
+  CallRows window_memory;
   for (size_t i = 0; i < rows.calls.size(); ++i) {
     const CallRow& c = rows.calls[i];
     if (i == 0 || c.pid != rows.calls[i - 1].pid) gpu_pids.insert(c.pid);

@@ -59,7 +59,7 @@ struct LoadOptions {
   // The next window of the same processes: the previous window's memory_calls (with their
   // CallExt), all before this window, instead of decoding every chunk before it again.
   struct MemoryCalls {
-    std::vector<CallRow> calls;
+    CallRows calls;
     std::vector<CallExt> ext;  // one per call (empty when it had none)
   };
   std::shared_ptr<const MemoryCalls> memory_before;

@@ -46,10 +46,11 @@ void parallel_for_largest_first(size_t n, Cost cost, Fn fn) {
   parallel_for(n, [&](size_t i) { fn(order[i]); });
 }
 
-// Grows `v` by n default elements, their pages faulted in by every core first: a vector of
-// millions of rows costs mostly page faults, which resize() alone would take one by one here.
-template <class T>
-void grow_parallel(std::vector<T>& v, size_t n) {
+// Grows `v` by n elements (default ones; unwritten ones where its allocator is a RowAllocator,
+// for the caller to write), their pages faulted in by every core first: a vector of millions of
+// rows costs mostly page faults, which resize() alone would take one by one here.
+template <class T, class A>
+void grow_parallel(std::vector<T, A>& v, size_t n) {
   const size_t old = v.size();
   // A vector with the room already (a batch's buffers reused: LoadOptions::reuse) has its pages:
   // asking the kernel again walks hundreds of MB of page tables for nothing.

@@ -29,8 +29,8 @@ bool before_by_tid_ts(const Row& a, const Row& b) {
 // Sorts rows known not to be in (tid, ts) order, in O(n) for the usual case: rows arrive nearly
 // in time order, so a counting pass by thread followed by a check (and a rare sort) per thread
 // beats one big comparison sort.
-template <class Row>
-void regroup_by_tid_ts(std::vector<Row>& v) {
+template <class Row, class A>
+void regroup_by_tid_ts(std::vector<Row, A>& v) {
   std::vector<uint32_t> tids;
   tids.reserve(64);
   for (const Row& r : v) tids.push_back(r.tid);
@@ -42,7 +42,7 @@ void regroup_by_tid_ts(std::vector<Row>& v) {
   std::vector<size_t> start(tids.size() + 1, 0);
   for (const Row& r : v) ++start[slot[r.tid] + 1];
   for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-  std::vector<Row> out(v.size());
+  std::vector<Row, A> out(v.size());
   std::vector<size_t> pos(start.begin(), start.end() - 1);
   for (Row& r : v) out[pos[slot[r.tid]]++] = std::move(r);
   for (size_t i = 0; i < tids.size(); ++i) {
@@ -53,8 +53,8 @@ void regroup_by_tid_ts(std::vector<Row>& v) {
   v = std::move(out);
 }
 
-template <class Row>
-void sort_by_tid_ts(std::vector<Row>& v) {
+template <class Row, class A>
+void sort_by_tid_ts(std::vector<Row, A>& v) {
   if (!std::is_sorted(v.begin(), v.end(), before_by_tid_ts<Row>)) regroup_by_tid_ts(v);
 }
 
@@ -109,7 +109,7 @@ void prepare_memory_calls(TraceRows& rows, const CallFiller& filler) {
 using FilledCalls = TraceRows::CallsFilled;
 
 // Fills in every call: one pass over millions of them, in pieces on every core.
-FilledCalls fill_calls(std::vector<CallRow>& calls, const CallFiller& filler) {
+FilledCalls fill_calls(CallRows& calls, const CallFiller& filler) {
   const size_t n = calls.size();
   const size_t pieces = std::max<size_t>(1, std::min<size_t>(n / 65536, 64));
   std::vector<FilledCalls> part(pieces);
@@ -275,7 +275,7 @@ void derive_syscalls(TraceRows& rows) {
     bool slept = false;
     bool last_sample = false;  // its latest piece is a sample
   };
-  const std::vector<OffCpuRow>& off = rows.offcpu;
+  const OffCpuRows& off = rows.offcpu;
   const std::vector<CpuSampleRow>& smp = rows.cpu_samples;
   const int64_t period = smp.empty() ? 0 : smp.front().dur;
   std::vector<bool> tracer_nr;  // by nr: the uprobe/uretprobe trap syscalls

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +18,29 @@
 #include "catalog/api_catalog.hpp"
 
 namespace gpuwhy::analysis {
+
+// The allocator of the row vectors a scan fills: resize() leaves the new rows unwritten. The
+// loader sizes a batch's vectors first and then writes every row (grow_parallel, then
+// scan_chunks' parts); value-initialising them first wrote hundreds of MB per batch for nothing.
+// Only for rows every field of which is written before it is read (emplace_back() of nothing
+// and resize() both leave a row unwritten: use push_back of a built row).
+template <class T>
+struct RowAllocator : std::allocator<T> {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+  template <class U>
+  struct rebind {
+    using other = RowAllocator<U>;
+  };
+  RowAllocator() = default;
+  template <class U>
+  RowAllocator(const RowAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  template <class U>
+  void construct(U*) noexcept {}  // resize(): written by the caller next
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
 
 // An apis.id whose category the file does not name.
 inline constexpr Category kUnknownCategory = static_cast<Category>(0);
@@ -54,6 +79,7 @@ struct CallRow {
   int64_t end() const { return ts + dur; }
 };
 static_assert(sizeof(CallRow) == 32, "CallRow is sized for ten million rows in memory");
+using CallRows = std::vector<CallRow, RowAllocator<CallRow>>;
 
 // A call's derived fields, as prepare_rows fills them: its category (its API's, where the file
 // left it out), and a copy's direction where its API's name fixes one (-1 for any other call).
@@ -95,6 +121,7 @@ struct OffCpuRow {
   uint16_t migrations = 0;
   int64_t end() const { return ts + dur; }
 };
+using OffCpuRows = std::vector<OffCpuRow, RowAllocator<OffCpuRow>>;
 
 // One run of a task on a CPU, from the CPU's previous switch to the switch away from it, during
 // which some traced thread waited in that CPU's run queue (cpu_runs, ABI 5). A CPU's runs never
@@ -283,7 +310,7 @@ struct TraceRows {
   // return value is unknown.
   bool syscalls_from_scheduler() const;
 
-  std::vector<CallRow> calls;
+  CallRows calls;
   // Set by the loader, which fills each call in as it reads it (fill_call), with what
   // prepare_rows' own pass over the calls would have found: prepare_rows then skips that pass.
   // Hand-built rows leave it empty.
@@ -296,12 +323,12 @@ struct TraceRows {
   // the start of the trace to the window's end (any thread, sorted by ts): pinned host buffers
   // are usually allocated once, communicators set up and devices chosen once, long before the
   // window looked at.
-  std::vector<CallRow> memory_calls;
+  CallRows memory_calls;
   // pid -> (NCCL rank, communicator size), from those set-up calls (prepare_rows).
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> nccl_ranks;
   // The CallExt of calls and memory_calls that have one (CallRow::ext), in no particular order.
   std::vector<CallExt> call_ext;
-  std::vector<OffCpuRow> offcpu;
+  OffCpuRows offcpu;
   std::vector<SyscallRow> syscalls;
   // The ioctls on the GPU driver's device files (syscalls rows with a request: the
   // driver_ioctls family, ABI 7), kept apart from `syscalls`, sorted by (tid, ts).

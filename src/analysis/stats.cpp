@@ -13,17 +13,16 @@
 namespace gpuwhy::analysis {
 namespace {
 
-// One thread's calls of one operation. The first pass over its calls counts their durations
-// by bucket; the second keeps the durations of the buckets where a percentile of a scope the
-// thread is in (itself, its process, the trace) falls, to select it among them.
+// One thread's calls of one operation. The joins' pass over its calls counted their durations
+// by bucket (OpCount); a second pass keeps the durations of the buckets where a percentile of a
+// scope the thread is in (itself, its process, the trace) falls, to select it among them.
 struct OpAcc {
-  uint16_t api = 0;
-  DurHistogram hist;
-  uint64_t errors = 0, bytes = 0, nested = 0;
+  const OpCount* count = nullptr;
   std::vector<size_t> wanted;              // buckets whose durations the second pass keeps
   std::vector<uint8_t> wanted_index;       // bucket -> 1 + index into `wanted`; 0: not wanted
   std::vector<std::vector<int64_t>> kept;  // the durations of each wanted bucket
 
+  uint16_t api() const { return count->api; }
   void want(size_t bucket) {
     if (wanted_index.empty()) wanted_index.assign(DurHistogram::kBuckets, 0);
     if (wanted_index[bucket] != 0) return;
@@ -51,32 +50,15 @@ struct ThreadOps {
   }
 };
 
-// The first pass over a thread's calls.
-ThreadOps count_ops(const TraceRows& rows, const Joins& joins, const ThreadSummary& t) {
+// The operations of a thread, from the counts the joins made.
+ThreadOps ops_of(const std::vector<OpCount>& counts) {
   ThreadOps out;
-  std::vector<OpAcc> by_api(rows.apis.size());
-  std::vector<uint8_t> seen(rows.apis.size());
-  for (size_t i = t.call_begin; i < t.call_end; ++i) {
-    const CallRow& c = rows.calls[i];
-    if (c.api >= by_api.size()) {
-      by_api.resize(c.api + 1u);
-      seen.resize(c.api + 1u);
-    }
-    OpAcc& a = by_api[c.api];
-    seen[c.api] = 1;
-    a.hist.add(c.dur);
-    a.nested += joins.nested(i);
-    if (c.ext == kNoExt) continue;
-    const CallExt& e = rows.ext(c);
-    if (e.ret != 0) ++a.errors;
-    a.bytes += e.bytes;
-  }
-  out.slot.assign(by_api.size(), -1);
-  for (size_t api = 0; api < by_api.size(); ++api) {
-    if (!seen[api]) continue;
-    out.slot[api] = static_cast<int32_t>(out.ops.size());
-    out.ops.push_back(std::move(by_api[api]));
-    out.ops.back().api = static_cast<uint16_t>(api);
+  const size_t n = counts.empty() ? 0 : size_t{counts.back().api} + 1;
+  out.slot.assign(n, -1);
+  out.ops.resize(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    out.ops[i].count = &counts[i];
+    out.slot[counts[i].api] = static_cast<int32_t>(i);
   }
   return out;
 }
@@ -105,13 +87,13 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
                                 std::vector<std::pair<uint16_t, DurHistogram>>* hists = nullptr) {
   std::map<uint16_t, std::vector<OpAcc*>> by_api;
   for (size_t k : scope)
-    for (OpAcc& a : threads[k].ops) by_api[a.api].push_back(&a);
+    for (OpAcc& a : threads[k].ops) by_api[a.api()].push_back(&a);
   std::vector<PlannedOp> out;
   for (const auto& [api, parts] : by_api) {
     DurHistogram sum;
     if (parts.size() > 1)
-      for (const OpAcc* a : parts) sum.add(a->hist);
-    const DurHistogram& h = parts.size() > 1 ? sum : parts.front()->hist;
+      for (const OpAcc* a : parts) sum.add(a->count->hist);
+    const DurHistogram& h = parts.size() > 1 ? sum : parts.front()->count->hist;
     if (hists) hists->emplace_back(api, h);
     PlannedOp op;
     op.api = api;
@@ -119,9 +101,9 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
     op.dur.total_ns = h.total();
     op.dur.max = h.max();
     for (const OpAcc* a : parts) {
-      op.errors += a->errors;
-      op.bytes += a->bytes;
-      op.nested += a->nested;
+      op.errors += a->count->errors;
+      op.bytes += a->count->bytes;
+      op.nested += a->count->nested;
     }
     for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
       op.at[i] = h.locate(nearest_rank_index(h.count(), kSummaryPercentiles[i]));
@@ -234,9 +216,22 @@ std::optional<RateSeries> rate_series(const TraceRows& rows, const Joins& joins,
   }
   RateSeries s = empty_rate_series(rows.window.start_ns, lo, hi);
   for (size_t k : threads) {
+    // A thread's calls come in time order: the interval changes only at its boundaries, so
+    // the division that finds it (s.add) is made once per interval, not once per call.
     const ThreadSummary& t = joins.threads[k];
-    for (size_t c = t.call_begin; c < t.call_end; ++c)
-      if (counted(rows.calls[c])) s.add(rows.calls[c].ts);
+    size_t at = 0;
+    int64_t from = INT64_MAX, to = INT64_MIN;  // interval `at` is [from, to)
+    for (size_t c = t.call_begin; c < t.call_end; ++c) {
+      const CallRow& call = rows.calls[c];
+      if (!counted(call)) continue;
+      if (call.ts < from || call.ts >= to) {
+        if (call.ts < s.start_ns) continue;
+        at = static_cast<size_t>((call.ts - s.start_ns) / s.interval_ns);
+        from = s.start_ns + static_cast<int64_t>(at) * s.interval_ns;
+        to = from + s.interval_ns;
+      }
+      if (at < s.counts.size()) ++s.counts[at];
+    }
   }
   s.what = use_launches ? "launches" : "calls";
   s.drop = rate_drop_of(s, min_drop);
@@ -332,12 +327,12 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
   st.calls = rows.calls.size();
   // Threads come from the joins (already one per tid, with their call ranges). Every scope's
   // percentiles (each thread, each process, the trace) come from two passes over each thread's
-  // calls: bucket counts, then the durations of the buckets the percentiles fall in.
+  // calls: bucket counts (the joins' pass), then the durations of the buckets the percentiles
+  // fall in.
   const size_t nt = joins.threads.size();
   std::vector<ThreadOps> ops(nt);
+  for (size_t k = 0; k < nt; ++k) ops[k] = ops_of(joins.op_counts[k]);
   const auto calls_of = [&](size_t k) { return joins.threads[k].calls(); };
-  parallel_for_largest_first(nt, calls_of,
-                             [&](size_t k) { ops[k] = count_ops(rows, joins, joins.threads[k]); });
   std::map<uint32_t, std::vector<size_t>> threads_of;  // pid -> indexes into joins.threads
   std::vector<size_t> all(nt);
   for (size_t k = 0; k < nt; ++k) {

@@ -296,6 +296,24 @@ uint64_t dictionary_size(ByteCursor& in, uint8_t mode, uint8_t format) {
   return n;
 }
 
+// The rows a presence bitmap marks present: a word of it at a time (a bit at a time was a tenth
+// of decoding a chunk whose nullable columns were stepped over).
+uint64_t present_rows(const uint8_t* bits, uint64_t rows) {
+  const uint64_t bytes = rows / 8;
+  uint64_t count = 0, i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bits + i, 8);
+    count += static_cast<uint64_t>(std::popcount(w));
+  }
+  for (; i < bytes; ++i) count += static_cast<uint64_t>(std::popcount(bits[i]));
+  if (rows % 8) {
+    const auto tail = static_cast<uint8_t>(bits[bytes] & ((1u << (rows % 8)) - 1));
+    count += static_cast<uint64_t>(std::popcount(tail));
+  }
+  return count;
+}
+
 // Steps `in` over the values of a column of `mode` with `count` present rows.
 Status skip_column(ByteCursor& in, uint8_t mode, uint64_t count, uint8_t format) {
   switch (mode) {
@@ -407,11 +425,7 @@ Status decode_chunk(std::string_view blob, Chunk& out, uint64_t want) {
       if (!bits) break;
     }
     if (!((want >> c) & 1)) {  // stepped over: its values' extent, nothing stored
-      uint64_t count = rows;
-      if (bitmap) {
-        count = 0;
-        for (uint32_t r = 0; r < rows; ++r) count += (bits[r / 8] >> (r % 8)) & 1;
-      }
+      const uint64_t count = bitmap ? present_rows(bits, rows) : rows;
       if (Status st = skip_column(in, mode, count, format); !st) return st;
       if (!in.ok()) break;
       out.col_v[c] = kZeroValues;

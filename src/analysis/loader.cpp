@@ -2,17 +2,12 @@
 #include "analysis/loader.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 #include <tuple>
 #include <type_traits>
 #include <unordered_set>
-
-#ifdef __SSE2__
-#include <immintrin.h>
-#endif
 
 #include "analysis/parallel.hpp"
 #include "analysis/sql_scan.hpp"
@@ -85,31 +80,10 @@ struct PartRows {
   size_t n = 0;          // rows at `at`
   std::vector<Row> own;  // Keep::Few
   void push_back(const Row& r) {
-    if (!at) {
+    if (at)
+      at[n++] = r;
+    else
       own.push_back(r);
-      return;
-    }
-#ifdef __SSE2__
-    // Streamed past the cache: a batch's rows are hundreds of MB, read again only by the next
-    // pass, so a normal store's read of each line before writing it was a tenth of this loop.
-    // (A row is not read back from here until the scan's threads are done: fence in finish().)
-    if constexpr (sizeof(Row) % 16 == 0 && alignof(Row) <= 16) {
-      if ((reinterpret_cast<uintptr_t>(at) & 15) == 0) {
-        const auto* src = reinterpret_cast<const __m128i*>(&r);
-        auto* dst = reinterpret_cast<__m128i*>(at + n++);
-        for (size_t k = 0; k < sizeof(Row) / 16; ++k)
-          _mm_stream_si128(dst + k, _mm_loadu_si128(src + k));
-        return;
-      }
-    }
-#endif
-    at[n++] = r;
-  }
-  // Makes the streamed rows visible to other threads (before the scan's thread ends).
-  static void finish() {
-#ifdef __SSE2__
-    _mm_sfence();
-#endif
   }
   size_t size() const { return at ? n : own.size(); }  // the next row's index in this part
 };
@@ -216,7 +190,6 @@ Status scan_chunks(ScanPool& pool, const ChunkIndex& index, const Columns& cols,
         for (uint32_t r = 0; r < c.rows; ++r) each(c, r, got[k]);
       }
     }
-    PartRows<Row>::finish();
     if (q.failed()) status[k] = q.error(chunks);
   };
   std::vector<std::thread> threads;
@@ -582,7 +555,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                        k.values_of(c_nranks), k.values_of(c_py),    k.present_of(c_op),
                        k.present_of(c_stack), k.present_of(c_py)};
   };
-  // Returns the row it appended (not read back from `out`: its rows are streamed past the cache).
+  // Returns the row it appended.
   auto keep_call = [&](const CallColumns& k, uint32_t r, PartRows<CallRow>& out,
                        PendingExt& pending) {
     CallRow c;

@@ -580,12 +580,15 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   };
   // What prepare_rows' pass over the calls would find, per part of the scan: the copies whose
   // direction their addresses must tell (by index in the part), and whether the part's calls
-  // are in (tid, ts) order.
+  // are in (tid, ts) order. And what a pass of the loader's own would: the processes that made
+  // calls (a pid where it changes) and the allocations and frees among them (by index).
   struct PartFill {
     std::vector<size_t> default_copies;
     bool sorted = true;
     uint32_t last_tid = 0;
     int64_t last_ts = INT64_MIN;
+    std::vector<uint32_t> pids;
+    std::vector<size_t> memory;
   };
   std::vector<PartFill> part_fill(pool.size());
   auto keep_window = [&](const store::Chunk& chunk, PartRows<CallRow>& out) {
@@ -596,6 +599,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       if (!wanted.empty() && !wanted.count(static_cast<uint32_t>(k.pid[r]))) continue;
       const size_t at = out.size();
       const CallRow c = keep_call(k, r, out, window_ext);
+      if (pf.pids.empty() || c.pid != pf.pids.back()) pf.pids.push_back(c.pid);
+      if (memory_api(c.api)) pf.memory.push_back(at);
       if (!fill) continue;
       if (c.cat == Category::Copy && c.dir == static_cast<int8_t>(CopyDir::Default))
         pf.default_copies.push_back(at);
@@ -636,14 +641,13 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     rows.python_before_layout = python_layout_gaps(rows, layouts);
   }
   timer.lap("api_calls");
-  // One pass over the window's calls: the processes that made them (a thread's calls are
-  // together: few inserts), and the allocations and frees among them.
+  // The processes that made the window's calls, and the allocations and frees among them (with
+  // their CallExt, attached above), as the scan's parts found them.
   std::unordered_set<uint32_t> gpu_pids;
   CallRows window_memory;
-  for (size_t i = 0; i < rows.calls.size(); ++i) {
-    const CallRow& c = rows.calls[i];
-    if (i == 0 || c.pid != rows.calls[i - 1].pid) gpu_pids.insert(c.pid);
-    if (memory_api(c.api)) window_memory.push_back(c);
+  for (size_t k = 0; k < part_start.size(); ++k) {
+    gpu_pids.insert(part_fill[k].pids.begin(), part_fill[k].pids.end());
+    for (size_t i : part_fill[k].memory) window_memory.push_back(rows.calls[part_start[k] + i]);
   }
   // A batch holds only some of the --pid processes, and may hold none with calls in the window:
   // explain_file judges the pids over all batches.

@@ -105,6 +105,9 @@ TEST_F(NestedLaunches, DriverLaunchesInsideRuntimeLaunchesAreSkippedDirectOnesRe
               kDriverLaunches + nested);
     EXPECT_EQ(scalar(*f, "SELECT count(DISTINCT addr)" + calls_of("cuLaunchKernel")), 1);
     EXPECT_EQ(event_count(*f, "launch_nested_skipped"), sessions ? kRuntimeLaunches : 0);
+    // The open-call flag that marks a runtime launch (0x8000) never reaches a record.
+    EXPECT_EQ(scalar(*f, "SELECT count(*) FROM api_calls WHERE flags & 32768 AND pid = " + pid_),
+              0);
     EXPECT_EQ(event_count(*f, "return_unmatched"), 0);
     EXPECT_EQ(event_count(*f, "entry_unmatched"), 0);
     EXPECT_EQ(scalar(*f, "SELECT coalesce(sum(count), 0) FROM losses WHERE source = 'bpf'"), 0);

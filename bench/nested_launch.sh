@@ -20,8 +20,16 @@
 #   session     the default: the nested driver launch's session entry sees the open runtime launch,
 #               returns 1 (the kernel skips the return probe) and records nothing
 #   entry_only  --entry-only launch (both launches recorded at entry; no session)
+#   base        with GPUWHY_BASE=another gpuwhy binary: that build with the default flags (a build
+#               from before sessions: the before/after comparison, the runtime launch's own probe
+#               included)
 #
-# usage: bench/nested_launch.sh  (env: RUNS=5 SIM_CALLS=100000 NULL_CALLS=300000 AGENT_CPU=0 WORK_CPU=1)
+# Then, with kernel.bpf_stats_enabled=1 (restored afterwards), the run time of every API program
+# during one null loop under no_session, session (and base), $STATS_ROUNDS (3) times: invocations,
+# ns each, ns per launch.
+#
+# usage: bench/nested_launch.sh  (env: RUNS=5 SIM_CALLS=100000 NULL_CALLS=300000 AGENT_CPU=0 WORK_CPU=1
+#                                 GPUWHY_BASE= BPF_STATS=1)
 source "$(dirname "$0")/lib/common.sh"
 need_root
 SIM_CUDA=$GW_BUILD/tests/sim/libcuda.so.1
@@ -35,6 +43,10 @@ NULL_CALLS=${NULL_CALLS:-300000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
 CONFIGS=(none no_session session entry_only)
+if [ -n "${GPUWHY_BASE:-}" ]; then
+  need_file "$GPUWHY_BASE"
+  CONFIGS+=(base)
+fi
 WORKLOADS=(sim sim_direct null null_direct)
 TSV=$GW_BENCH_OUT/nested_launch.tsv
 echo -e "round\tconfig\tworkload\tns_per_call\tlost\tnested_skipped" >"$TSV"
@@ -68,6 +80,7 @@ for ((r = 1; r <= RUNS; r++)); do
       no_session) TRACER_PREFIX=$A start_gpuwhy nested_$c --no-host-libs --no-uprobe-session "${LIBS[@]}" ;;
       session) TRACER_PREFIX=$A start_gpuwhy nested_$c --no-host-libs "${LIBS[@]}" ;;
       entry_only) TRACER_PREFIX=$A start_gpuwhy nested_$c --no-host-libs --entry-only launch "${LIBS[@]}" ;;
+      base) GPUWHY=$GPUWHY_BASE TRACER_PREFIX=$A start_gpuwhy nested_$c --no-host-libs "${LIBS[@]}" ;;
     esac
     run_workloads
     if [ "$c" != none ]; then
@@ -80,6 +93,40 @@ for ((r = 1; r <= RUNS; r++)); do
   done
 done
 rm -f "$GW_BENCH_OUT"/nested_*.db*
+
+# ---- BPF program run time (diagnostic; the stats add their own two clock reads, ~50 ns here) ----
+STATS_MD=""
+prog_snapshot() {  # "id:name run_cnt run_time_ns" of gpuwhy's API programs, sorted
+  bpftool prog show | awk '
+    /^[0-9]+: / { name = ""; rt = cnt = 0
+                  for (i = 1; i <= NF; i++) { if ($i == "name") name = $(i + 1)
+                    if ($i == "run_time_ns") rt = $(i + 1); if ($i == "run_cnt") cnt = $(i + 1) }
+                  if (name ~ /^gw_(api|driver)/) print $1 name, cnt, rt }' | sort
+}
+if [ "${BPF_STATS:-1}" = 1 ] && command -v bpftool >/dev/null; then
+  prev=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -qw kernel.bpf_stats_enabled=1
+  for ((sr = 1; sr <= ${STATS_ROUNDS:-3}; sr++)); do
+  for c in no_session session ${GPUWHY_BASE:+base}; do
+    flags=(--no-host-libs --lib "$NULLDRV_CUDART" --lib "$NULLDRV_CUDA")
+    [ "$c" = no_session ] && flags+=(--no-uprobe-session)
+    if [ "$c" = base ]; then
+      GPUWHY=$GPUWHY_BASE TRACER_PREFIX=$A start_gpuwhy nested_stats "${flags[@]}"
+    else
+      TRACER_PREFIX=$A start_gpuwhy nested_stats "${flags[@]}"
+    fi
+    before=$(prog_snapshot)
+    $W "$CALL_LOOP" "$NULLDRV_CUDART" cudaLaunchKernel "$NULL_CALLS" >/dev/null
+    after=$(prog_snapshot)
+    stop_gpuwhy
+    STATS_MD+=$(join <(echo "$before") <(echo "$after") | awk -v c="$c" -v r="$sr" -v calls="$NULL_CALLS" '
+      $4 > $2 { n = $4 - $2; t = $5 - $3; sub(/^[0-9]+:/, "", $1)
+                printf "| %s | %s | %s | %d | %.0f | %.0f |\n", r, c, $1, n, t / n, t / calls }')$'\n'
+  done
+  done
+  sysctl -qw kernel.bpf_stats_enabled="$prev"
+  rm -f "$GW_BENCH_OUT"/nested_stats.db*
+fi
 
 col() { awk -F'\t' -v c="$1" -v w="$2" '$2 == c && $3 == w {print $1, $4}' "$TSV" | sort -n | cut -d' ' -f2; }
 added() { paste <(col "$1" "$2") <(col none "$2") | awk '{printf "%.1f\n", $1 - $2}'; }
@@ -109,4 +156,12 @@ added() { paste <(col "$1" "$2") <(col none "$2") | awk '{printf "%.1f\n", $1 - 
   echo "Nested driver launches skipped per run (session: sim + null workloads' nested launches):" \
        "$(awk -F'\t' '$3 == "sim" && $2 != "none" {printf "%s %s; ", $2, $6}' "$TSV")"
   echo "Events lost per run: $(awk -F'\t' '$3 == "sim" && $2 != "none" {printf "%s ", $5}' "$TSV")"
+  if [ -n "$STATS_MD" ]; then
+    echo
+    echo "BPF programs during one null loop of $NULL_CALLS launches through the driver (kernel.bpf_stats_enabled):"
+    echo
+    echo "| round | config | program | invocations | ns per invocation | ns per launch |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    printf "%s" "$STATS_MD"
+  fi
 } | tee "$GW_BENCH_OUT/nested_launch.md"

@@ -4,7 +4,9 @@
  * return program serve every probed function. The attach cookie names the API and the library; the
  * API's spec (gw_api_specs, filled by user space from the catalogue) says which argument words to
  * capture. Entry and return are paired per thread and emitted as one record at return; an
- * entry-only API (no return probe attached) is emitted by its entry.
+ * entry-only API (no return probe attached) is emitted by its entry. Where the kernel has uprobe
+ * sessions (6.13), the driver library's launches are probed by a third program, run at entry and
+ * at return, that records nothing for a launch made inside an open runtime launch (below).
  */
 #ifndef GPUWHY_API_BPF_H
 #define GPUWHY_API_BPF_H
@@ -30,10 +32,18 @@ struct gw_open_call {
 	__u64 args[8];
 	__u64 out_ptr;
 	__s32 stack_id;
-	__u16 flags;
+	__u16 flags; /* GW_FLAG_*, and GW_OPEN_RUNTIME_LAUNCH */
 	__u16 api;
 	__u64 py_stack; /* gw_py_stacks key, 0: none */
 };
+
+/* An open call's flag, never written to a record: the call is a runtime library's launch
+ * (GW_COOKIE_RUNTIME_LAUNCH), so a driver launch that begins while it is the thread's innermost
+ * open call is made by it. A bit no GW_FLAG_* uses. */
+#define GW_OPEN_RUNTIME_LAUNCH 0x8000
+/* The flag from the cookie without a branch: cookie bit 35 moved to flag bit 15. */
+#define gw_open_kind(cookie) ((__u16)(((cookie) & GW_COOKIE_RUNTIME_LAUNCH) >> 20))
+_Static_assert(GW_COOKIE_RUNTIME_LAUNCH >> 20 == GW_OPEN_RUNTIME_LAUNCH, "flag bit");
 
 /*
  * What the API probes keep per thread, in task-local storage: the calls it has open, as a stack.
@@ -280,7 +290,7 @@ static __always_inline void gw_emit_call(struct task_struct *task, struct gw_thr
 		return;
 	/* Two loads from the task both probes already hold, instead of a helper call. */
 	gw_fill_header(&rec->hdr, GW_EV_API_CALL, sizeof(*rec), p->ts, task->tgid, task->pid);
-	rec->hdr.flags = p->flags;
+	rec->hdr.flags = p->flags & ~GW_OPEN_RUNTIME_LAUNCH;
 	rec->duration_ns = end - p->ts;
 	__builtin_memcpy(rec->args, p->args, sizeof(rec->args));
 	rec->ret = ret;
@@ -329,7 +339,7 @@ static __always_inline void gw_launch_entry(struct pt_regs *ctx, struct task_str
 	p = &tc->calls[tc->head & GW_OPEN_MASK];
 	p->ts = start;
 	p->api = GW_COOKIE_API(cookie);
-	p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT;
+	p->flags = GW_FLAG_COMPACT | GW_FLAG_ARGS_SAMPLED_OUT | gw_open_kind(cookie);
 	p->args[0] = func;
 	p->out_ptr = 0;
 	p->stack_id = stack_id;
@@ -370,7 +380,7 @@ static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struc
 	p = &tc->calls[tc->head & GW_OPEN_MASK];
 	p->ts = bpf_ktime_get_ns();
 	p->api = api;
-	p->flags = 0;
+	p->flags = gw_open_kind(cookie);
 	gw_load_args(ctx, regs);
 	/* The memory words in one read where the spec has a span (all catalogued APIs). */
 	if (read_mem && spec->span_src) {
@@ -435,8 +445,21 @@ static __always_inline void gw_call_entry(struct pt_regs *ctx, struct task_struc
 	gw_push_call(tc);
 }
 
-/* Every API entry: a batched launch that is not sampled takes the fast path, all else the spec's. */
-static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi)
+/*
+ * Is the thread's innermost open call a runtime library's launch? Then a driver launch beginning
+ * now is made by it (libcudart's cudaLaunchKernel calls libcuda's launch), and its time is inside
+ * that call's. Two loads of the thread's state and one of the slot; a pop leaves the slot intact,
+ * so the depth says whether it is still open.
+ */
+static __always_inline bool gw_in_runtime_launch(struct gw_thread_calls *tc)
+{
+	return tc->depth && (tc->calls[(tc->head - 1) & GW_OPEN_MASK].flags & GW_OPEN_RUNTIME_LAUNCH);
+}
+
+/* Every API entry: a batched launch that is not sampled takes the fast path, all else the spec's.
+ * `session`: the entry of a driver launch's session probe, which returns 1 (the kernel then skips
+ * the return) for a launch nested in a runtime launch and records nothing; 0 otherwise. */
+static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi, bool session)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 cookie = gw_attach_cookie(ctx, task, multi);
@@ -446,6 +469,10 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi)
 
 	if (!tc)
 		return 0;
+	if (session && gw_in_runtime_launch(tc)) {
+		gw_count(GW_CNT_LAUNCH_NESTED_SKIPPED);
+		return 1;
+	}
 	if (cookie & GW_COOKIE_BATCHED) {
 		if (tc->launches++ & gw_cfg.launch_read_mask) {
 			gw_launch_entry(ctx, task, tc, cookie);
@@ -519,7 +546,7 @@ static __always_inline int gw_api_return_impl(struct pt_regs *ctx, bool multi)
 SEC("uprobe")
 int gw_api_entry(struct pt_regs *ctx)
 {
-	return gw_api_entry_impl(ctx, false);
+	return gw_api_entry_impl(ctx, false, false);
 }
 
 SEC("uretprobe")
@@ -531,13 +558,37 @@ int gw_api_return(struct pt_regs *ctx)
 SEC("uprobe")
 int gw_api_entry_multi(struct pt_regs *ctx)
 {
-	return gw_api_entry_impl(ctx, true);
+	return gw_api_entry_impl(ctx, true, false);
 }
 
 SEC("uprobe")
 int gw_api_return_multi(struct pt_regs *ctx)
 {
 	return gw_api_return_impl(ctx, true);
+}
+
+/* Linux 6.13+: in a uprobe session program, whether this run is the return's. Weak, and the
+ * program using it is loaded only where the kernel has uprobe sessions (user space looks in its
+ * BTF), so older kernels load exactly the programs above. */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * The driver library's launches (libcuda's cuLaunchKernel and kin), where the kernel has uprobe
+ * sessions: one program, attached by a session link (user space sets the expected attach type,
+ * BPF_TRACE_UPROBE_SESSION, which libbpf 1.1 has no section name for), runs at entry and at
+ * return. Real libcudart launches through libcuda: under a probed runtime launch each kernel
+ * launch was two probed calls, four uprobe traps, and explain sets the inner one aside as nested.
+ * Its entry returns 1 for a launch made inside an open runtime launch, so the kernel neither
+ * hijacks its return address nor traps at its return: one trap instead of two, and no record. A
+ * direct driver launch (Triton, JAX) is recorded as before. An entry-only launch is not probed
+ * here (nor pushed, so nesting could not be seen).
+ */
+SEC("uprobe")
+int gw_driver_launch_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return())
+		return gw_api_return_impl(ctx, true);
+	return gw_api_entry_impl(ctx, true, true);
 }
 
 /*

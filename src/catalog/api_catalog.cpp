@@ -446,6 +446,9 @@ gw_api_spec make_spec(const ApiInfo& api) {
 uint64_t make_cookie(const ApiInfo& api, uint16_t lib_id, bool entry_only, bool batch_launches) {
   uint64_t cookie = GW_COOKIE(api.id, lib_id);
   if (entry_only) cookie |= GW_COOKIE_ENTRY_ONLY;
+  // A runtime library's launch: a driver launch made inside it is nested (bpf/api.bpf.h).
+  if (api.category == Category::Launch && api.family != Family::CudaDriver)
+    cookie |= GW_COOKIE_RUNTIME_LAUNCH;
   if (api.category == Category::Launch && batch_launches) {
     cookie |= GW_COOKIE_BATCHED;
     if (api.args[0].from.index == 1) cookie |= GW_COOKIE_KERNEL_ARG2;

@@ -122,6 +122,12 @@ std::string uprobe_multi_text(int r) {
                 : "one uprobe per function (no uprobe_multi: Linux < 6.6)";
 }
 
+std::string uprobe_session_text(int r) {
+  if (r == discover::kNotProbed) return "not probed";
+  return r == 1 ? "uprobe sessions: a driver launch inside a runtime launch costs one trap"
+                : "no uprobe sessions (Linux < 6.13): nested driver launches probed in full";
+}
+
 std::string cpu_clock_text(int r) {
   if (r == discover::kNotProbed) return "not probed (needs privileges)";
   if (r == 1) return "cpu-clock perf events open (CPU samples)";
@@ -139,6 +145,7 @@ void print_text(const CheckReport& r) {
       {"bpf helpers", helpers_text(f)},
       {"cpu sampling", cpu_clock_text(f.cpu_clock)},
       {"uprobe attach", uprobe_multi_text(f.uprobe_multi)},
+      {"uprobe session", uprobe_session_text(f.uprobe_session)},
       {"uprobes", f.uprobe_pmu_type >= 0
                       ? "uprobe PMU (type " + std::to_string(f.uprobe_pmu_type) + ")"
                       : "no uprobe PMU"},
@@ -266,6 +273,10 @@ json to_json(const CheckReport& r) {
        {{"probed", f.uprobe_multi != discover::kNotProbed},
         {"supported", f.uprobe_multi == 1},
         {"detail", uprobe_multi_text(f.uprobe_multi)}}},
+      {"uprobe_session",
+       {{"probed", f.uprobe_session != discover::kNotProbed},
+        {"supported", f.uprobe_session == 1},
+        {"detail", uprobe_session_text(f.uprobe_session)}}},
       {"cpu_clock",
        {{"probed", f.cpu_clock != discover::kNotProbed},
         {"supported", f.cpu_clock == 1},
@@ -304,6 +315,7 @@ void add_check_command(CLI::App& root, Runner& run) {
       opts.probe_cpu_clock = probes::probe_cpu_clock;
       opts.probe_missing_helpers = missing_bpf_helpers;
       opts.probe_uprobe_multi = probes::kernel_has_uprobe_multi;
+      opts.probe_uprobe_session = probes::kernel_has_uprobe_session;
       const CheckReport report = discover::run_check(opts);
       if (*as_json) {
         std::printf("%s\n",

@@ -25,6 +25,7 @@ struct TraceFlags {
   uint32_t launch_arg_sampling = 64;
   bool no_launch_batching = false;
   bool no_uprobe_multi = false;
+  bool no_uprobe_session = false;
   bool no_python = false;
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
@@ -71,6 +72,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_flag("--no-uprobe-multi", flags->no_uprobe_multi,
                 "Attach one uprobe per function, as on kernels before 6.6, instead of one "
                 "uprobe_multi link per library (troubleshooting; stopping takes longer)");
+  cmd->add_flag("--no-uprobe-session", flags->no_uprobe_session,
+                "Probe driver launches with entry and return probes, as on kernels before 6.13, "
+                "instead of a uprobe session that skips (and does not record) a driver launch "
+                "made inside a runtime launch (troubleshooting; such launches cost more)");
   cmd->add_flag("--no-python", flags->no_python,
                 "Do not record the Python line behind each GPU call of Python processes (on by "
                 "default: every call but the launches whose arguments are not sampled walks the "
@@ -163,6 +168,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.launch_read_mask = flags->launch_arg_sampling - 1;
       opt.launch_batching = !flags->no_launch_batching;
       opt.uprobe_multi = !flags->no_uprobe_multi;
+      opt.uprobe_session = !flags->no_uprobe_session;
       opt.python_stacks = !flags->no_python;
       for (const std::string& name : flags->entry_only)  // names checked by the option
         opt.entry_only_categories |= category_bit(*category_of_name(name));

@@ -644,6 +644,7 @@ int TraceSession::run() {
   cfg.launch_batch = opt_.launch_batching && opt_.launch_read_mask != 0;
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.uprobe_multi = opt_.uprobe_multi;
+  cfg.uprobe_session = opt_.uprobe_session;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
@@ -693,7 +694,10 @@ int TraceSession::run() {
   // How the API probes were attached: an offline reader of the file may want to know.
   if (Status s = rec_->writer().set_probe_family(
           "api_uprobes", "on",
-          probes_->uses_uprobe_multi()
+          probes_->uses_uprobe_session()
+              ? "uprobe_multi: one link per library; driver launches by uprobe session (one "
+                "nested in a runtime launch is not recorded: event_counts launch_nested_skipped)"
+          : probes_->uses_uprobe_multi()
               ? "uprobe_multi: one link per library"
               : "single uprobes: one per function (kernel without uprobe_multi, or trace "
                 "--no-uprobe-multi)");

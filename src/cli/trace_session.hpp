@@ -26,6 +26,7 @@ struct TraceOptions {
   bool launch_batching = true;     // launches that read no memory go to their thread's batch
   bool python_stacks = true;       // the Python line behind each call (off: trace --no-python)
   bool uprobe_multi = true;        // one uprobe_multi link per library where the kernel has them
+  bool uprobe_session = true;      // driver launches by uprobe session where the kernel has them
   uint32_t entry_only_categories = 0;  // bit 1 << Category: recorded at entry, no return probe
   uint64_t min_offcpu_ns = 0;
   uint64_t min_syscall_ns = 1'000'000;

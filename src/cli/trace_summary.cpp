@@ -71,6 +71,8 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   out.emplace_back("entry_unmatched", bpf[GW_CNT_ENTRY_UNMATCHED]);
   out.emplace_back("arg_read_fault", bpf[GW_CNT_READ_FAULT]);
   out.emplace_back("stack_fail", bpf[GW_CNT_STACK_FAIL]);
+  // Driver launches made inside an open runtime launch, not recorded (uprobe sessions).
+  out.emplace_back("launch_nested_skipped", bpf[GW_CNT_LAUNCH_NESTED_SKIPPED]);
   out.emplace_back("launch_batch_at_stop", batches_at_stop);
   out.emplace_back("held_processes", held);
   return out;
@@ -125,6 +127,12 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
     std::fprintf(out, "gpuwhy: LOST %s events (%s); a larger --ring-mb helps with ring_full\n",
                  with_commas(lost).c_str(), causes.c_str());
   }
+  // Not a loss, but rows a reader might look for: a driver launch inside a runtime launch.
+  if (const uint64_t nested = c.bpf[GW_CNT_LAUNCH_NESTED_SKIPPED])
+    std::fprintf(out,
+                 "gpuwhy: %s driver launches made inside runtime launches not recorded (their "
+                 "time is in the runtime launch; event_counts launch_nested_skipped)\n",
+                 with_commas(nested).c_str());
   if (c.late_processes())
     std::fprintf(out,
                  "gpuwhy: %s processes may have made GPU calls before their runtime was probed "

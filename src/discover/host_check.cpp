@@ -172,6 +172,7 @@ HostFacts gather_host_facts(const CheckOptions& opts) {
     f.helpers_probed = true;
   }
   if (opts.probe_uprobe_multi) f.uprobe_multi = opts.probe_uprobe_multi() ? 1 : 0;
+  if (opts.probe_uprobe_session) f.uprobe_session = opts.probe_uprobe_session() ? 1 : 0;
   rlimit rl{};
   if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
     f.memlock_cur = rl.rlim_cur;
@@ -265,6 +266,18 @@ std::vector<Finding> evaluate(const HostFacts& f) {
         "no uprobe_multi links (Linux 6.6 has them): trace attaches one uprobe per function "
         "and stopping waits ~0.1 s per probed function (tens of seconds with every GPU "
         "runtime probed); tracing itself is unaffected");
+  }
+  // Sessions serve only over uprobe_multi links.
+  if (f.uprobe_multi == 1 && f.uprobe_session == 1) {
+    add(Severity::Info, "uprobe_session",
+        "uprobe sessions: a driver launch made inside a runtime launch (NVIDIA's "
+        "cudaLaunchKernel calls cuLaunchKernel) costs trace one trap and is not recorded "
+        "(event_counts launch_nested_skipped)");
+  } else if (f.uprobe_multi == 1 && f.uprobe_session == 0) {
+    add(Severity::Info, "uprobe_session",
+        "no uprobe sessions (Linux 6.13 has them): a driver launch made inside a runtime "
+        "launch is probed and recorded like any call, one more probed call per kernel launch "
+        "of NVIDIA's runtime");
   }
 
   if (f.uprobe_pmu_type < 0) {

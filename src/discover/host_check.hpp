@@ -66,6 +66,7 @@ struct HostFacts {
   int ringbuf = kNotProbed;    // 1 supported, 0 map creation failed, < 0 -errno
   int cpu_clock = kNotProbed;  // a cpu-clock perf event (trace's CPU samples): 1 opens, < 0 -errno
   int uprobe_multi = kNotProbed;  // the kernel has uprobe_multi links (Linux 6.6): 1, or 0
+  int uprobe_session = kNotProbed;  // and uprobe sessions (Linux 6.13): 1, or 0
   int uprobe_pmu_type = -1;       // perf PMU type of uprobes; -1 when the kernel has none
   // BPF helpers trace's programs call that this kernel lacks ("bpf_loop (Linux 5.17)"); probed
   // only when privileged (helpers_probed).
@@ -113,6 +114,8 @@ struct CheckOptions {
   std::function<std::vector<std::string>()> probe_missing_helpers;
   // Whether the kernel has uprobe_multi links (from its BTF). Unset: not probed.
   std::function<bool()> probe_uprobe_multi;
+  // Whether it has uprobe sessions (from its BTF). Unset: not probed.
+  std::function<bool()> probe_uprobe_session;
   bool scan_host = true;       // look for installed libraries
   bool scan_processes = true;  // look into every running process's maps
 };

@@ -192,6 +192,13 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
     bpf_program__set_expected_attach_type(pr->gw_api_entry_multi, multi);
     bpf_program__set_expected_attach_type(pr->gw_api_return_multi, multi);
   }
+  // The driver launches' session program only where the kernel has sessions (6.13): elsewhere it
+  // is not loaded, and its weak kfunc stays unresolved.
+  p->session_ = p->multi_ && cfg.uprobe_session && kernel_has_uprobe_session();
+  bpf_program__set_autoload(pr->gw_driver_launch_session, p->session_);
+  if (p->session_)
+    bpf_program__set_expected_attach_type(pr->gw_driver_launch_session,
+                                          static_cast<enum bpf_attach_type>(kAttachUprobeSession));
 
   if (int err = gpuwhy_bpf__load(p->skel_); err != 0) {
     const int e = -err;
@@ -430,35 +437,44 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
   if (!sites) return {{nullptr, 0, 0, sites.error().line()}};
   if (!multi_) return attach_library_single(lib, lib_id, *sites);
 
-  std::vector<uint64_t> offsets, cookies, ret_offsets, ret_cookies;
+  std::vector<uint64_t> offsets, cookies, ret_offsets, ret_cookies, ses_offsets, ses_cookies;
   std::vector<AttachedSite> out;
   for (const discover::ProbeSite& site : *sites) {
-    offsets.push_back(site.probe_offset());
-    cookies.push_back(cookie(*site.api, lib_id));
-    if (!entry_only(*site.api)) {
-      ret_offsets.push_back(offsets.back());
-      ret_cookies.push_back(cookies.back());
+    const uint64_t offset = site.probe_offset(), c = cookie(*site.api, lib_id);
+    if (by_session(*site.api)) {
+      ses_offsets.push_back(offset);
+      ses_cookies.push_back(c);
+    } else {
+      offsets.push_back(offset);
+      cookies.push_back(c);
+      if (!entry_only(*site.api)) {
+        ret_offsets.push_back(offset);
+        ret_cookies.push_back(c);
+      }
     }
     out.push_back({site.api, site.probe_offset(), site.skipped_bytes, {}});
   }
-  if (offsets.empty()) return out;
+  // Each link only where it has functions: every one here may be entry-only, or a driver launch.
   // A return probe placed after endbr64 works too: the stack is untouched by then.
-  auto entry = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_entry_multi), lib.path,
-                                   offsets, cookies, false);
-  Result<int> ret = -1;  // no return link when every function here is entry-only
-  if (!entry)
-    ret = entry.error();
-  else if (!ret_offsets.empty())
+  Result<int> entry = -1, ret = -1, session = -1;
+  if (!offsets.empty())
+    entry = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_entry_multi), lib.path, offsets,
+                                cookies, false);
+  if (entry && !ret_offsets.empty())
     ret = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi), lib.path,
                               ret_offsets, ret_cookies, true);
-  if (!entry || !ret) {
-    if (entry) close(*entry);
-    const std::string why = (!entry ? entry.error() : ret.error()).line();
+  if (entry && ret && !ses_offsets.empty())
+    session = attach_uprobe_session(bpf_program__fd(skel_->progs.gw_driver_launch_session),
+                                    lib.path, ses_offsets, ses_cookies);
+  if (!entry || !ret || !session) {
+    const std::string why = (!entry ? entry.error() : !ret ? ret.error() : session.error()).line();
+    for (Result<int>* r : {&entry, &ret})
+      if (*r && **r >= 0) close(**r);
     for (auto& site : out) site.error = why;
     return out;
   }
-  multi_fds_.push_back(*entry);
-  if (*ret >= 0) multi_fds_.push_back(*ret);
+  for (int fd : {*entry, *ret, *session})
+    if (fd >= 0) multi_fds_.push_back(fd);
   return out;
 }
 

@@ -63,6 +63,10 @@ struct ProbeConfig {
   bool launch_batch = false;
   uint32_t entry_only_categories = 0;  // bit 1 << Category: no return probe, recorded at entry
   bool uprobe_multi = true;  // false: one uprobe per function even where uprobe_multi exists
+  // Driver launches by uprobe session where the kernel has them (Linux 6.13, with uprobe_multi):
+  // one nested in an open runtime launch costs one trap and is not recorded. false: entry and
+  // return probes, as on older kernels.
+  bool uprobe_session = true;
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;
@@ -155,6 +159,8 @@ class Probes {
   const std::vector<FamilyState>& family_states() const { return families_; }
   size_t link_count() const { return links_.size() + multi_fds_.size(); }
   bool uses_uprobe_multi() const { return multi_; }
+  // Whether driver launches are probed by a session (ProbeConfig::uprobe_session, and the kernel).
+  bool uses_uprobe_session() const { return session_; }
 
  private:
   Probes() = default;
@@ -170,6 +176,7 @@ class Probes {
                                                   const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
   bool multi_ = false;      // uprobe_multi links (Linux >= 6.6)
+  bool session_ = false;    // driver launches by a uprobe session link (Linux >= 6.13)
   bool rtld_hook_ = false;  // gw_rtld_debug_state loaded and attached
   std::string rtld_detail_;
   uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
@@ -181,7 +188,14 @@ class Probes {
   uint64_t cookie(const ApiInfo& api, uint16_t lib_id) const {
     return make_cookie(api, lib_id, entry_only(api), launch_batch_);
   }
-  std::vector<int> multi_fds_;    // per library: an entry link, a return link unless all entry-only
+  // A driver library's launch with a return probe, where sessions are on: the session program's.
+  bool by_session(const ApiInfo& api) const {
+    return session_ && api.family == Family::CudaDriver && api.category == Category::Launch &&
+           !entry_only(api);
+  }
+  // Per library: an entry link, a return link unless all entry-only, a session link for the
+  // driver's launches.
+  std::vector<int> multi_fds_;
   std::vector<bpf_link*> links_;  // a sampling timer's link owns its perf_event fd
   std::vector<std::string> warnings_;
   std::vector<FamilyState> families_;

@@ -187,6 +187,21 @@ TEST(CheckVerdict, UprobeMultiIsReportedAndItsAbsenceIsAWarningAboutStopping) {
   EXPECT_TRUE(has(evaluate(f), Severity::Warning, "uprobe_multi", "stopping"));
 }
 
+// Uprobe sessions (6.13) make a driver launch nested in a runtime launch one trap and no row;
+// reported over uprobe_multi links only (a session link is one), never a problem.
+TEST(CheckVerdict, UprobeSessionsAreReportedOverUprobeMulti) {
+  HostFacts f = good_host();
+  f.uprobe_multi = 1;
+  EXPECT_FALSE(has(evaluate(f), Severity::Info, "uprobe_session", ""));
+  f.uprobe_session = 1;
+  EXPECT_TRUE(has(evaluate(f), Severity::Info, "uprobe_session", "one trap"));
+  f.uprobe_session = 0;
+  EXPECT_TRUE(problems(f).empty());
+  EXPECT_TRUE(has(evaluate(f), Severity::Info, "uprobe_session", "recorded like any call"));
+  f.uprobe_multi = 0;
+  EXPECT_FALSE(has(evaluate(f), Severity::Info, "uprobe_session", ""));
+}
+
 // CPU samples are an option of tracing, not a condition: a refused cpu-clock event warns.
 TEST(CheckVerdict, CpuSamplingIsReportedAndItsAbsenceIsAWarning) {
   HostFacts f = good_host();

@@ -246,8 +246,9 @@ TEST(Catalog, EveryLaunchHasItsKernelFirstInARegister) {
   EXPECT_GT(launches, 4);
 }
 
-// A batched launch's entry reads no spec: its cookie says it is batched, where its kernel is and
-// whether it has a return probe. The return probe and the records read only the low half.
+// A batched launch's entry reads no spec: its cookie says it is batched, where its kernel is,
+// whether it has a return probe and whether it is a runtime library's launch (a driver launch
+// inside it is nested). The return probe and the records read only the low half.
 TEST(Catalog, CookiesCarryWhatABatchedLaunchEntryNeeds) {
   for (const ApiInfo& a : api_catalog()) {
     const bool launch = a.category == Category::Launch;
@@ -261,6 +262,10 @@ TEST(Catalog, CookiesCarryWhatABatchedLaunchEntryNeeds) {
         EXPECT_EQ((c & GW_COOKIE_BATCHED) != 0, launch && batch) << a.name;
         EXPECT_EQ((c & GW_COOKIE_KERNEL_ARG2) != 0,
                   launch && batch && a.args[0].from.index == 1)
+            << a.name;
+        // The runtime libraries' launches, whose nested driver launches are not recorded.
+        EXPECT_EQ((c & GW_COOKIE_RUNTIME_LAUNCH) != 0,
+                  launch && (a.family == Family::Cudart || a.family == Family::Hip))
             << a.name;
       }
     }

@@ -7,12 +7,18 @@
 //
 // usage: launch_storm [--calls N] [--api cudaLaunchKernel|cudaLaunchKernel_ptsz]
 //                     [--launch-ns N] [--kernel-ns N] [--wait-file PATH] [--hold-file PATH]
+//                     [--driver-calls N]
+// --driver-calls: after the runtime's launches, N more straight through the simulated libcuda's
+// cuLaunchKernel (dlopen, cuInit), as Triton or JAX launch: driver launches in no runtime launch.
+// (With GWSIM_CUDART_VIA_DRIVER=1 the runtime's launches go through libcuda too, nested.)
 // --hold-file: after the launches, create PATH.launched and keep the CPU (no GPU call, no sleep)
 // until PATH exists, then synchronize: the last launches are still in the thread's batch unless
 // something takes the CPU from it.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 
 #include <string>
@@ -21,6 +27,7 @@
 #include "common/json.hpp"
 #include "common/startup.hpp"
 #include "gwsim/clock.hpp"
+#include "gwsim/cuda.h"
 #include "gwsim/cudart.h"
 #include "gwsim/gwsim.h"
 
@@ -32,12 +39,13 @@ extern "C" __attribute__((noinline)) void storm_kernel() { asm volatile(""); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const gw::Args args(argc, argv, {"calls", "api", "launch-ns", "kernel-ns", "wait-file",
-                                   "hold-file"},
-                      {},
-                      "[--calls N (100000)] [--api cudaLaunchKernel|cudaLaunchKernel_ptsz] "
-                      "[--launch-ns N (0)] [--kernel-ns N (0)] [--wait-file PATH] "
-                      "[--hold-file PATH]");
+  const gw::Args args(
+      argc, argv,
+      {"calls", "api", "launch-ns", "kernel-ns", "wait-file", "hold-file", "driver-calls"}, {},
+      "[--calls N (100000)] [--api cudaLaunchKernel|cudaLaunchKernel_ptsz] "
+      "[--launch-ns N (0)] [--kernel-ns N (0)] [--wait-file PATH] "
+      "[--hold-file PATH] [--driver-calls N (0)]");
+  const uint64_t driver_calls = args.u64("driver-calls", 0);
   const uint64_t calls = args.u64("calls", 100000);
   const std::string api = args.str("api", "cudaLaunchKernel");
   auto launch = &cudaLaunchKernel;
@@ -64,6 +72,22 @@ int main(int argc, char** argv) {
           cudaSuccess;
   }
   const uint64_t elapsed = gwsim::now_ns() - t0;
+  uint64_t driver_ok = 0;
+  if (driver_calls) {
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    auto init = cuda ? reinterpret_cast<decltype(&cuInit)>(dlsym(cuda, "cuInit")) : nullptr;
+    auto drv =
+        cuda ? reinterpret_cast<decltype(&cuLaunchKernel)>(dlsym(cuda, "cuLaunchKernel")) : nullptr;
+    if (!init || !drv || init(0) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "launch_storm: no simulated libcuda.so.1 (%s)\n",
+                   cuda ? "cuInit or cuLaunchKernel missing or failing" : dlerror());
+      return 1;
+    }
+    const auto kernel = reinterpret_cast<CUfunction>(&storm_kernel);
+    for (uint64_t i = 0; i < driver_calls; ++i)
+      driver_ok += drv(kernel, 64, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(stream), params,
+                       nullptr) == CUDA_SUCCESS;
+  }
   if (const std::string hold = args.str("hold-file", ""); !hold.empty()) {
     std::ofstream(hold + ".launched") << "\n";
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -79,7 +103,9 @@ int main(int argc, char** argv) {
                      .str("api", api)
                      .num("calls", calls)
                      .num("ok", ok)
+                     .num("driver_calls", driver_calls)
+                     .num("driver_ok", driver_ok)
                      .num("elapsed_ns", elapsed)
                      .real("calls_per_s", elapsed ? calls * 1e9 / elapsed : 0));
-  return ok == calls ? 0 : 1;
+  return ok == calls && driver_ok == driver_calls ? 0 : 1;
 }

@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 7);
+static_assert(GW_ABI_VERSION == 8);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -52,7 +52,8 @@ static_assert(offsetof(gw_config, launch_read_mask) == 32);
 // std::array<uint64_t, GW_CNT__MAX> (probes::Probes::read_counters, cli::TraceCounts).
 static_assert(GW_CNT_ENTRY_UNMATCHED == 7);
 static_assert(GW_CNT_PY_STACK_FAIL == 8);
-static_assert(GW_CNT__MAX == 9);
+static_assert(GW_CNT_LAUNCH_NESTED_SKIPPED == 9);
+static_assert(GW_CNT__MAX == 10);
 static_assert(sizeof(gw_launch_item) == 32);
 static_assert(offsetof(gw_launch_item, stack_id) == 24);
 static_assert(offsetof(gw_launch_item, start) == 8);

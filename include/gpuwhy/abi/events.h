@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 7
+#define GW_ABI_VERSION 8
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -123,6 +123,9 @@ struct gw_api_call {
 #define GW_COOKIE_BATCHED (1ull << 32)     /* a launch that is batched unless sampled */
 #define GW_COOKIE_KERNEL_ARG2 (1ull << 33) /* its kernel is the second argument register */
 #define GW_COOKIE_ENTRY_ONLY (1ull << 34)  /* no return probe (gw_api_spec.entry_only) */
+/* A runtime library's launch (libcudart, HIP): a driver launch made inside it while it is open is
+ * nested in it, and the driver launch's session probe records nothing (bpf/api.bpf.h). ABI 8. */
+#define GW_COOKIE_RUNTIME_LAUNCH (1ull << 35)
 
 /* ---- scheduler ----------------------------------------------------------------------------- */
 
@@ -297,7 +300,10 @@ enum gw_counter {
 	GW_CNT_ENTRY_UNMATCHED = 7,     /* a call entry whose return never came (unwound past) */
 	GW_CNT_PY_STACK_FAIL = 8,       /* a Python process's call whose Python stack could not be
 					 * read (memory read failed, thread state not found) (ABI 5) */
-	GW_CNT__MAX = 9,
+	/* A driver launch made inside an open runtime launch (cudaLaunchKernel -> cuLaunchKernel),
+	 * not recorded: its time is inside the runtime call's (not a loss; uprobe sessions) (ABI 8) */
+	GW_CNT_LAUNCH_NESTED_SKIPPED = 9,
+	GW_CNT__MAX = 10,
 };
 
 /* Tunables, in the BPF object's read-only data; set by user space before load. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the files of the simulated libcudart. None of them is exported, and no
 // exported function calls another one: a uprobe on cudaMemcpy must fire once per cudaMemcpy,
-// never again because cudaMemcpy_ptds happened to be implemented through it.
+// never again because cudaMemcpy_ptds happened to be implemented through it. (Its launches may
+// call the simulated libcuda's, another library, as NVIDIA's do: GWSIM_CUDART_VIA_DRIVER, launch.cpp.)
 #pragma once
 
 #include <cstdint>

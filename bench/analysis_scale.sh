@@ -9,7 +9,8 @@
 # not fit in 80% of MemAvailable (about 46 bytes per event, twice for the batch read ahead) is
 # still generated and queried; its explain is left out and the table says why.
 #
-# usage: bench/analysis_scale.sh   (env: SIZES="10000000 100000000 1000000000" PROCESSES=16 RUNS=3)
+# usage: bench/analysis_scale.sh   (env: SIZES="10000000 100000000 1000000000" PROCESSES=16 RUNS=3
+#                                  REUSE=1 KEEP=1: measure the traces a previous run kept)
 #        needs about 8.4 bytes of disk per event under $GW_BENCH_OUT (8.4 GB at 1 B events)
 source "$(dirname "$0")/lib/common.sh"
 need_file "$GPUWHY" "$GEN_TRACE"
@@ -27,7 +28,9 @@ avail_kib=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
 for n in $SIZES; do
   need=$((n / PROCESSES * 2 * BYTES_PER_EVENT_IN_MEMORY / 1024))
   disk_kib=$(df -Pk "$GW_BENCH_OUT" | awk 'NR == 2 {print $4}')
-  if [ $((n * 9 / 1024)) -gt "$disk_kib" ]; then
+  reused=0
+  [ "${REUSE:-0}" = 1 ] && [ -s "$GW_BENCH_OUT/analysis-$n.db" ] && reused=1
+  if [ "$reused" = 0 ] && [ $((n * 9 / 1024)) -gt "$disk_kib" ]; then
     echo "- $n events: not run, needs about $((n * 9 / 1024 / 1024)) MiB of disk under $GW_BENCH_OUT" >>"$OUT"
     continue
   fi

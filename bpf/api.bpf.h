@@ -467,8 +467,10 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi, bo
 
 	bool counted = false;
 
+	/* A thread not traced (this process, one outside --pid) records nothing at entry, so a
+	 * session skips its return too: one trap instead of two. */
 	if (!tc)
-		return 0;
+		return session ? 1 : 0;
 	if (session && gw_in_runtime_launch(tc)) {
 		gw_count(GW_CNT_LAUNCH_NESTED_SKIPPED);
 		return 1;

@@ -49,6 +49,6 @@ timeout 60 "$GW" explain --db $T/launch.db | head -50
 (cd $T && ls -la && tar czf "$O/traces.tgz" train.db stalls.db nccl.db launch.db stalls.json 2>&1; ls -la "$O")
 fi
 step "overhead bench"
-GPUWHY="$GW" GW_BENCH_OUT=$T/bench RUNS=${RUNS:-3} STEPS=20 LAUNCHES=20000 CONFIGS="${CONFIGS:-none gw}" timeout ${BENCH_S:-200} bash bench/gpu.sh; echo "bench rc=$?"
+GPUWHY="$GW" GW_BENCH_OUT=$T/bench RUNS=${RUNS:-3} STEPS=${STEPS:-20} LAUNCHES=${LAUNCHES:-20000} CONFIGS="${CONFIGS:-none gw}" timeout ${BENCH_S:-200} bash bench/gpu.sh; echo "bench rc=$?"
 cp $T/bench/gpu.tsv $T/bench/gpu.md "$O/" 2>/dev/null
 step done

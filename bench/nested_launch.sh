@@ -55,7 +55,6 @@ W="taskset -c $WORK_CPU"
 LIBS=(--lib "$SIM_CUDART" --lib "$SIM_CUDA" --lib "$NULLDRV_CUDART" --lib "$NULLDRV_CUDA"
       --lib "$NULL_CUDART")
 
-per_call() { jfield elapsed_ns | awk -v n="$1" '{printf "%.1f", $1 / n}'; }
 run_workloads() {  # sets NS[workload]
   NS[sim]=$(GWSIM_CUDART_VIA_DRIVER=1 $W "$LAUNCH_STORM" --calls "$SIM_CALLS" | per_call "$SIM_CALLS")
   NS[sim_direct]=$($W "$LAUNCH_STORM" --calls "$SIM_CALLS" | per_call "$SIM_CALLS")

@@ -84,7 +84,6 @@ bt_prog() {  # config [libs...]: the bpftrace program, probing each lib (default
   echo "$p"
 }
 
-per_call() { jfield elapsed_ns | awk -v n="$1" '{printf "%.1f", $1 / n}'; }
 run_workloads() {  # sets NS[sim|null|sys]
   NS[sim]=$($W "$LAUNCH_STORM" --calls "$SIM_CALLS" | per_call "$SIM_CALLS")
   NS[null]=$($W "$CALL_LOOP" "$NULL_CUDART" cudaLaunchKernel "$NULL_CALLS" | per_call "$NULL_CALLS")

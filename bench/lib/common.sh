@@ -32,6 +32,8 @@ need_file() { for f; do [ -e "$f" ] || die "$f is missing: cmake --build $GW_BUI
 
 # jfield KEY < json-line: the value of a top-level numeric/string field of a one-line JSON object.
 jfield() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
+# per_call N < a workload's JSON line: its elapsed_ns over N calls, in ns per call.
+per_call() { jfield elapsed_ns | awk -v n="$1" '{printf "%.1f", $1 / n}'; }
 
 # stats < numbers (one per line): "median min max n" (median of an even count: mean of the two
 # middle values). Spread is reported as min..max.

@@ -414,7 +414,6 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     // The statistics' counts by API (OpCount), here because this pass reads every call anyway:
     // a pass of their own read every row again (a twentieth of explain at 100 M calls).
     std::vector<OpCount> by_api(rows.apis.size());
-    std::vector<uint8_t> seen(rows.apis.size());
     for (const size_t end = runs[k].second; i < end; ++i) {
       const CallRow c = cs[i];
       const ApiMeta& m = rows.api(c.api);
@@ -422,12 +421,8 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
       if (waits_for_gpu(m)) waits.add(c.ts, std::min(c.end(), cut));
       const bool inside = i > t.call_begin && c.ts < last && c.end() <= last;
       last = std::max(last, c.end());
-      if (c.api >= by_api.size()) {
-        by_api.resize(c.api + 1u);
-        seen.resize(c.api + 1u);
-      }
+      if (c.api >= by_api.size()) by_api.resize(c.api + 1u);
       OpCount& op = by_api[c.api];
-      seen[c.api] = 1;
       op.hist.add(c.dur);
       op.nested += inside;
       if (c.ext != kNoExt) {
@@ -450,7 +445,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
     }
     std::vector<OpCount>& counts = j.op_counts[k];
     for (size_t api = 0; api < by_api.size(); ++api) {
-      if (!seen[api]) continue;
+      if (by_api[api].hist.count() == 0) continue;  // never called
       counts.push_back(std::move(by_api[api]));
       counts.back().api = static_cast<uint16_t>(api);
     }

@@ -216,22 +216,10 @@ std::optional<RateSeries> rate_series(const TraceRows& rows, const Joins& joins,
   }
   RateSeries s = empty_rate_series(rows.window.start_ns, lo, hi);
   for (size_t k : threads) {
-    // A thread's calls come in time order: the interval changes only at its boundaries, so
-    // the division that finds it (s.add) is made once per interval, not once per call.
     const ThreadSummary& t = joins.threads[k];
-    size_t at = 0;
-    int64_t from = INT64_MAX, to = INT64_MIN;  // interval `at` is [from, to)
-    for (size_t c = t.call_begin; c < t.call_end; ++c) {
-      const CallRow& call = rows.calls[c];
-      if (!counted(call)) continue;
-      if (call.ts < from || call.ts >= to) {
-        if (call.ts < s.start_ns) continue;
-        at = static_cast<size_t>((call.ts - s.start_ns) / s.interval_ns);
-        from = s.start_ns + static_cast<int64_t>(at) * s.interval_ns;
-        to = from + s.interval_ns;
-      }
-      if (at < s.counts.size()) ++s.counts[at];
-    }
+    RateSeries::Counter count(s);  // a thread's calls come in time order
+    for (size_t c = t.call_begin; c < t.call_end; ++c)
+      if (counted(rows.calls[c])) count.add(rows.calls[c].ts);
   }
   s.what = use_launches ? "launches" : "calls";
   s.drop = rate_drop_of(s, min_drop);
@@ -255,10 +243,14 @@ int64_t choose_interval(int64_t span_ns, int max_intervals) {
   return kSteps[std::size(kSteps) - 1];
 }
 
-void RateSeries::add(int64_t t) {
-  if (t < start_ns) return;
-  const size_t i = static_cast<size_t>((t - start_ns) / interval_ns);
-  if (i < counts.size()) ++counts[i];
+void RateSeries::Counter::add(int64_t t) {
+  if (t < from_ || t >= to_) {
+    if (t < s_.start_ns) return;
+    at_ = static_cast<size_t>((t - s_.start_ns) / s_.interval_ns);
+    from_ = s_.start_ns + static_cast<int64_t>(at_) * s_.interval_ns;
+    to_ = from_ + s_.interval_ns;
+  }
+  if (at_ < s_.counts.size()) ++s_.counts[at_];
 }
 
 RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span_end) {
@@ -281,7 +273,8 @@ RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span
 RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, int64_t span_start,
                             int64_t span_end) {
   RateSeries s = empty_rate_series(origin_ns, span_start, span_end);
-  for (int64_t t : ts) s.add(t);
+  RateSeries::Counter count(s);
+  for (int64_t t : ts) count.add(t);
   return s;
 }
 

@@ -68,7 +68,19 @@ struct RateSeries {
   std::vector<int64_t> covered_ns;  // part of each interval inside the active span
   RateDrop drop;
   double rate(size_t i) const;  // per second, over the covered part
-  void add(int64_t t);          // counts one event at wall time t (outside the series: ignored)
+  // Counts events into a series. Given them in time order (a thread's calls), it finds their
+  // interval by division only when the interval changes, not once per event; any order counts
+  // right.
+  class Counter {
+   public:
+    explicit Counter(RateSeries& s) : s_(s) {}
+    void add(int64_t t);  // one event at wall time t (outside the series: ignored)
+
+   private:
+    RateSeries& s_;
+    size_t at_ = 0;
+    int64_t from_ = INT64_MAX, to_ = INT64_MIN;  // interval at_ is [from_, to_)
+  };
 };
 
 struct Stats {
@@ -92,7 +104,8 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop =
 // A round interval (10 ms .. 1 h) giving at most `max_intervals` over `span_ns`.
 int64_t choose_interval(int64_t span_ns, int max_intervals = 30);
 
-// The intervals of a series over [span_start, span_end], every count 0 (RateSeries::add counts).
+// The intervals of a series over [span_start, span_end], every count 0 (RateSeries::Counter
+// counts).
 RateSeries empty_rate_series(int64_t origin_ns, int64_t span_start, int64_t span_end);
 
 // Builds a series from event times (any order) over [span_start, span_end].

@@ -53,17 +53,20 @@ Result<int> create_link(int prog_fd, uint32_t attach_type, uint32_t multi_flags,
 
 }  // namespace
 
-bool kernel_has_uprobe_multi() {
-  btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return false;
-  const bool has = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
-  btf__free(vmlinux);
-  return has;
-}
+namespace {
 
-bool kernel_has_uprobe_session() {
+// What the running kernel's BTF says about uprobe links. Read once per process: loading and
+// parsing vmlinux BTF costs ~8 ms, and trace's start-up and check ask both questions.
+struct UprobeLinks {
+  bool multi = false;
+  bool session = false;
+};
+
+UprobeLinks read_uprobe_links() {
+  UprobeLinks u;
   btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux) return false;
+  if (!vmlinux) return u;
+  u.multi = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
   bool attach_type = false;
   const int id = btf__find_by_name_kind(vmlinux, "bpf_attach_type", BTF_KIND_ENUM);
   if (const btf_type* t = id > 0 ? btf__type_by_id(vmlinux, static_cast<uint32_t>(id)) : nullptr) {
@@ -75,9 +78,21 @@ bool kernel_has_uprobe_session() {
   }
   // The kprobe sessions of 6.10 brought the kfunc; the attach type is what says uprobes have them.
   const bool kfunc = btf__find_by_name_kind(vmlinux, "bpf_session_is_return", BTF_KIND_FUNC) > 0;
+  u.session = attach_type && kfunc;
   btf__free(vmlinux);
-  return attach_type && kfunc;
+  return u;
 }
+
+const UprobeLinks& uprobe_links() {
+  static const UprobeLinks u = read_uprobe_links();
+  return u;
+}
+
+}  // namespace
+
+bool kernel_has_uprobe_multi() { return uprobe_links().multi; }
+
+bool kernel_has_uprobe_session() { return uprobe_links().session; }
 
 Result<int> attach_uprobe_multi(int prog_fd, const std::string& path,
                                 const std::vector<uint64_t>& offsets,

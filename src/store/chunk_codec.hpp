@@ -3,7 +3,8 @@
 // high-rate event tables (api_calls, offcpu, ...). One chunk holds the rows of one thread, sorted
 // by time; each column is stored on its own as all-NULL, one constant, a dictionary of at most
 // 256 values (at most 16: indexes packed into bits), deltas from the previous row or plain values
-// (zigzag varints), whichever is smallest, with a presence bitmap when the column has NULLs. Time
+// (zigzag varints, or bit-packed in blocks of 16), whichever is smallest, with a presence bitmap
+// when the column has NULLs. Time
 // columns become 1-3 byte deltas and pointers repeat (a few streams, a few kernels), so a GPU API
 // call takes ~10-20 bytes instead of a ~75-byte SQLite row plus its index entry, and decoding it is
 // a tight loop instead of SQLite's record parser. See docs/schema.md "Chunked event tables".
@@ -23,7 +24,9 @@ namespace gpuwhy::store {
 // 2: small dictionaries' indexes packed into bits; format 1 chunks (older files) still read.
 // 3: format 2 followed by a CRC-32 (zlib's, little-endian) of every byte before it, checked on
 // every read: a flipped bit is reported instead of read as other numbers. 1 and 2 still read.
-inline constexpr uint8_t kChunkFormat = 3;
+// 4: format 3 with the Packed encodings (bit-packed blocks of time deltas and durations, read
+// without a branch per value). 1 to 3 still read.
+inline constexpr uint8_t kChunkFormat = 4;
 // Rows in a full chunk. Large enough that per-chunk overhead (one SQLite row, the column headers)
 // is noise, small enough that a time window skips most of a long trace without decoding it.
 inline constexpr uint32_t kChunkRows = 4096;
@@ -43,8 +46,10 @@ class ChunkBuilder {
   int64_t value(uint32_t row, uint32_t col) const { return values_[size_t(row) * columns_ + col]; }
   bool is_null(uint32_t row, uint32_t col) const { return (masks_[row] >> col) & 1; }
 
-  // Encodes the rows ordered by column `sort_col` (stable) and empties the builder.
-  std::string encode(uint32_t sort_col);
+  // Encodes the rows ordered by column `sort_col` (stable) and empties the builder. `format`
+  // (1..kChunkFormat) limits the encodings to those of an older format: the tests' way of
+  // making the chunks older files hold.
+  std::string encode(uint32_t sort_col, uint8_t format = kChunkFormat);
   void clear();
 
  private:

@@ -295,6 +295,11 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
     case SQLITE_FORMAT:
+      // A writer killed while copying its log into the file leaves pages that only the log
+      // completes: with the log damaged, the damage is the cause to name.
+      if (!f->wal_warning_.empty())
+        return Error{f->wal_warning_ + "; without those frames the file reads as corrupt (" +
+                     p.message + ")"};
       return Error{not_trace + ": " + p.message};
     case SQLITE_CANTOPEN:
       return Error{"cannot open " + path + ": " + p.message, "check the file and its directory"};

@@ -77,11 +77,12 @@ std::vector<TestRow> random_rows(uint32_t n, uint64_t seed) {
   return rows;
 }
 
-std::string encode(const std::vector<TestRow>& rows, uint32_t columns, uint32_t sort_col) {
+std::string encode(const std::vector<TestRow>& rows, uint32_t columns, uint32_t sort_col,
+                   uint8_t format = kChunkFormat) {
   ChunkBuilder b(columns);
   for (const TestRow& r : rows) b.add(r.v, r.nulls);
   EXPECT_EQ(b.rows(), rows.size());
-  std::string blob = b.encode(sort_col);
+  std::string blob = b.encode(sort_col, format);
   EXPECT_TRUE(b.empty()) << "encode() empties the builder";
   return blob;
 }
@@ -111,8 +112,56 @@ TEST(ChunkCodec, RandomRowsRoundTripInEveryEncoding) {
   for (uint32_t n : {1u, 2u, 7u, 255u, 256u, 257u, 1000u, kChunkRows}) {
     SCOPED_TRACE("rows " + std::to_string(n));
     const auto rows = random_rows(n, n * 7919);
-    expect_decodes_to(encode(rows, kColumns, kTs), rows, kColumns, kTs);
+    for (uint8_t format = 1; format <= kChunkFormat; ++format) {
+      SCOPED_TRACE("format " + std::to_string(format));
+      const std::string blob = encode(rows, kColumns, kTs, format);
+      EXPECT_EQ(blob[0], static_cast<char>(format));
+      expect_decodes_to(blob, rows, kColumns, kTs);
+    }
   }
+}
+
+// Packed blocks of every width, 0 to 64 bits (past 56 a value spans two words), a short last
+// block, negative values and NULLs between them; the blocks of the last rows are read from a
+// padded copy (the blob ends within 16 bytes of them).
+TEST(ChunkCodec, PackedBlocksOfEveryWidthRoundTrip) {
+  for (uint32_t n : {1u, 15u, 16u, 17u, 65u * 16u + 3u}) {
+    SCOPED_TRACE("rows " + std::to_string(n));
+    std::mt19937_64 rng(n);
+    std::vector<TestRow> rows(n);
+    int64_t ts = -5'000'000;
+    for (uint32_t r = 0; r < n; ++r) {
+      const uint32_t width = (r / 16) % 65;  // each block of 16 its own width
+      const uint64_t x = width == 0 ? 0 : rng() >> (64 - width);
+      ts += static_cast<int64_t>(x >> 2);  // increasing, deltas of up to 62 bits
+      rows[r].v = {ts, static_cast<int64_t>(x), r % 3 ? static_cast<int64_t>(x) - 7 : 0};
+      if (r % 3 == 0) rows[r].nulls = 4;
+    }
+    expect_decodes_to(encode(rows, 3, 0), rows, 3, 0);
+  }
+}
+
+// Timestamps and durations (deltas of 1-3 bytes, a long pause now and then) pack into fewer
+// bytes than varints: the writer chooses Packed for them, and a format-3 reader cannot read it.
+TEST(ChunkCodec, TimesArePackedSmallerThanVarints) {
+  std::mt19937_64 rng(42);
+  std::vector<TestRow> rows;
+  int64_t ts = 1'700'000'000'000'000'000;
+  for (uint32_t r = 0; r < kChunkRows; ++r) {
+    ts += 100 + static_cast<int64_t>(rng() % 20000) + (rng() % 500 == 0 ? 2'000'000'000 : 0);
+    rows.push_back({{ts, 1000 + static_cast<int64_t>(rng() % 9000)}, 0});
+  }
+  const std::string now = encode(rows, 2, 0), varints = encode(rows, 2, 0, 3);
+  expect_decodes_to(now, rows, 2, 0);
+  EXPECT_LT(now.size(), varints.size() * 15 / 16);
+  // As a format-2 chunk (no checksum), the Packed encodings are damage, named as such.
+  std::string relabelled = now.substr(0, now.size() - 4);
+  relabelled[0] = 2;
+  Chunk c;
+  const Status st = decode_chunk(relabelled, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(chunk_damaged(st.error()));
+  EXPECT_NE(st.error().what.find("unknown column encoding"), std::string::npos);
 }
 
 TEST(ChunkCodec, UnsortedInputComesBackSortedWithRowsIntact) {
@@ -211,8 +260,8 @@ TEST(ChunkCodec, CorruptBytesNeverCrash) {
   EXPECT_GT(errors, 0u);
 }
 
-// A two-valued column costs a bit per row (plus its two values), not a byte; 17 values still
-// take a byte each.
+// A two-valued column costs a bit per row (plus its two values), not a byte; 17 values take a
+// byte each in a dictionary, and the 5 bits of their spread when Packed, which is smaller.
 TEST(ChunkCodec, SmallDictionariesPackTheirIndexesIntoBits) {
   std::vector<TestRow> alone, two, wide;
   for (uint32_t r = 0; r < kChunkRows; ++r) {
@@ -225,7 +274,12 @@ TEST(ChunkCodec, SmallDictionariesPackTheirIndexesIntoBits) {
   expect_decodes_to(packed, two, 2, 0);
   expect_decodes_to(bytes, wide, 2, 0);
   EXPECT_LE(packed.size() - base, size_t{kChunkRows} / 8 + 8) << "one bit per row";
-  EXPECT_GE(bytes.size() - base, size_t{kChunkRows}) << "a byte per row";
+  EXPECT_LE(bytes.size() - base, size_t{kChunkRows} * 5 / 8 + kChunkRows / 16 + 8)
+      << "five bits per row and a width per block of 16";
+  const std::string dictionary = encode(wide, 2, 0, 3);
+  expect_decodes_to(dictionary, wide, 2, 0);
+  EXPECT_GE(dictionary.size() - encode(alone, 1, 0, 3).size(), size_t{kChunkRows})
+      << "a byte per row";
 }
 
 // Files written before the bit-packed dictionaries have format-1 chunks: still read. A format-1
@@ -236,10 +290,10 @@ TEST(ChunkCodec, FormatOneChunksStillRead) {
     wide.push_back({{static_cast<int64_t>(r), static_cast<int64_t>(r % 17)}, 0});
     two.push_back({{static_cast<int64_t>(r), r % 2 ? 5 : 9}, 0});
   }
-  std::string old = encode(wide, 2, 0);  // plain dictionary and deltas: valid in format 1
-  old[0] = 1;
+  const std::string old = encode(wide, 2, 0, 1);  // plain dictionary and deltas
+  ASSERT_EQ(old[0], 1);
   expect_decodes_to(old, wide, 2, 0);
-  std::string bad = encode(two, 2, 0);
+  std::string bad = encode(two, 2, 0, 2);  // a Bits column, no checksum
   bad[0] = 1;
   Chunk c;
   EXPECT_FALSE(decode_chunk(bad, c).ok());

@@ -281,12 +281,15 @@ RateSeries make_rate_series(const std::vector<int64_t>& ts, int64_t origin_ns, i
 RateDrop find_rate_drop(const std::vector<double>& rates, double min_drop) {
   RateDrop best;
   const size_t n = rates.size();
-  if (n < 4) return best;
+  if (n < 5) return best;
   std::vector<double> prefix(n + 1, 0);
   for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + rates[i];
   double best_score = 0;
   size_t best_k = 0;
-  for (size_t k = 2; k + 2 <= n; ++k) {
+  // Two intervals at least before the split and three after it: a slowdown in a job's last
+  // two intervals is as often its ending (its last steps, a rank waiting for others to exit)
+  // as a drop that stayed, and with steps near the interval's length it is two samples of noise.
+  for (size_t k = 2; k + 3 <= n; ++k) {
     const double before = prefix[k] / static_cast<double>(k);
     const double after = (prefix[n] - prefix[k]) / static_cast<double>(n - k);
     // Weighting by sqrt(k (n - k)) prefers a split that many intervals on both sides agree on

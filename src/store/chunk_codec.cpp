@@ -84,8 +84,29 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-// Bits needed for x (0 for 0).
-uint32_t bit_width(uint64_t x) { return static_cast<uint32_t>(std::bit_width(x)); }
+// Appends n values of b bits each (value(k) < 2^b), value k at bit k*b, low bits first:
+// ceil(n*b/8) bytes. The layout of Bits indexes and of Packed blocks. A 64-bit accumulator takes
+// each value at its bit offset, and its full words go out as 8 little-endian bytes.
+template <class Value>
+void put_bits(std::string& out, size_t n, uint32_t b, Value value) {
+  uint64_t acc = 0;
+  uint32_t filled = 0;
+  auto put_word = [&](uint64_t w, size_t nbytes) {
+    for (size_t j = 0; j < nbytes; ++j) out.push_back(static_cast<char>(w >> (8 * j)));
+  };
+  for (size_t k = 0; k < n && b > 0; ++k) {
+    const uint64_t x = value(k);
+    acc |= x << filled;
+    if (filled + b < 64) {
+      filled += b;
+      continue;
+    }
+    put_word(acc, 8);
+    acc = filled ? x >> (64 - filled) : 0;
+    filled = filled + b - 64;
+  }
+  put_word(acc, (filled + 7) / 8);
+}
 
 // The Packed form of the n values at(0) .. at(n - 1) (deltas or values): its size, or appended
 // to `out` when given. `at` computes a delta where one is packed: no vector of them is made.
@@ -97,32 +118,14 @@ size_t packed(size_t n_values, At at, std::string* out) {
   if (out) put_varint(*out, zigzag(base));
   for (size_t i = 0; i < n_values; i += kPackBlock) {
     const size_t n = std::min(kPackBlock, n_values - i);
+    auto less_base = [&](size_t k) { return static_cast<uint64_t>(wrapping_sub(at(i + k), base)); };
     uint64_t any = 0;
-    for (size_t k = i; k < i + n; ++k) any |= static_cast<uint64_t>(wrapping_sub(at(k), base));
-    const uint32_t b = bit_width(any);
-    const size_t bytes = (n * b + 7) / 8;
-    size += 1 + bytes;
+    for (size_t k = 0; k < n; ++k) any |= less_base(k);
+    const auto b = static_cast<uint32_t>(std::bit_width(any));
+    size += 1 + (n * b + 7) / 8;
     if (!out) continue;
     out->push_back(static_cast<char>(b));
-    // Low bits first: a 64-bit accumulator takes each value at its bit offset, and its full
-    // words go out as 8 little-endian bytes.
-    uint64_t acc = 0;
-    uint32_t filled = 0;
-    auto put_word = [&](uint64_t w, size_t nbytes) {
-      for (size_t j = 0; j < nbytes; ++j) out->push_back(static_cast<char>(w >> (8 * j)));
-    };
-    for (size_t k = i; k < i + n && b > 0; ++k) {
-      const uint64_t x = static_cast<uint64_t>(wrapping_sub(at(k), base));
-      acc |= x << filled;
-      if (filled + b < 64) {
-        filled += b;
-        continue;
-      }
-      put_word(acc, 8);
-      acc = filled ? x >> (64 - filled) : 0;
-      filled = filled + b - 64;
-    }
-    put_word(acc, (filled + 7) / 8);
+    put_bits(*out, n, b, less_base);
   }
   return size;
 }
@@ -247,17 +250,7 @@ void encode_column(std::string& out, const std::vector<int64_t>& v,
         for (int64_t x : v) out.push_back(static_cast<char>(index(x)));
         break;
       }
-      const uint32_t b = index_bits(dict.size());
-      const size_t at = out.size();
-      out.append((v.size() * b + 7) / 8, '\0');
-      // b divides 8 or not (3 bits): an index may straddle two bytes.
-      for (size_t i = 0; i < v.size(); ++i) {
-        const size_t bit = i * b;
-        const uint32_t word = static_cast<uint32_t>(index(v[i])) << (bit % 8);
-        out[at + bit / 8] = static_cast<char>(out[at + bit / 8] | (word & 0xff));
-        if (word >> 8)
-          out[at + bit / 8 + 1] = static_cast<char>(out[at + bit / 8 + 1] | (word >> 8));
-      }
+      put_bits(out, v.size(), index_bits(dict.size()), [&](size_t i) { return index(v[i]); });
       break;
     }
     default:

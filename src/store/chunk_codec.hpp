@@ -4,10 +4,10 @@
 // by time; each column is stored on its own as all-NULL, one constant, a dictionary of at most
 // 256 values (at most 16: indexes packed into bits), deltas from the previous row or plain values
 // (zigzag varints, or bit-packed in blocks of 16), whichever is smallest, with a presence bitmap
-// when the column has NULLs. Time
-// columns become 1-3 byte deltas and pointers repeat (a few streams, a few kernels), so a GPU API
-// call takes ~10-20 bytes instead of a ~75-byte SQLite row plus its index entry, and decoding it is
-// a tight loop instead of SQLite's record parser. See docs/schema.md "Chunked event tables".
+// when the column has NULLs. Time columns become 1-3 byte deltas and pointers repeat (a few
+// streams, a few kernels), so a GPU API call takes ~10-20 bytes instead of a ~75-byte SQLite row
+// plus its index entry, and decoding it is a tight loop instead of SQLite's record parser. See
+// docs/schema.md "Chunked event tables".
 #pragma once
 
 #include <cstdint>

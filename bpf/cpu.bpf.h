@@ -67,6 +67,8 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	rec->pad = 0;
 	rec->stack_id = gw_user_stack(ctx);
 	rec->py_stack = gw_py_sample_stack(bpf_get_current_task_btf());
+	rec->min_flt = bpf_get_current_task_btf()->min_flt;
+	rec->maj_flt = bpf_get_current_task_btf()->maj_flt;
 	gw_submit_event(rec, sizeof(*rec));
 	return 0;
 }

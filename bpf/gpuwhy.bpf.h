@@ -84,6 +84,15 @@ static __always_inline __s16 gw_task_syscall(struct task_struct *task)
 	return nr;
 }
 
+/* The first argument of the system call the task is in (its saved rdi), as gw_task_syscall() reads
+ * the number: a futex's address, a descriptor. Only meaningful when that says it is in one. */
+static __always_inline __u64 gw_task_syscall_arg0(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return regs ? regs->di : 0;
+}
+
 static __always_inline void gw_fill_header(struct gw_event_header *h, __u16 kind, __u16 size,
 					   __u64 ts, __u32 pid, __u32 tid)
 {

@@ -24,12 +24,13 @@ struct gw_offcpu_open {
 	char next_comm[GW_COMM_LEN];
 	char waker_comm[GW_COMM_LEN];
 	__u8 preempted;
-	__u8 pad;
+	__u8 throttled; /* its CPU quota was used up: see gw_task_throttled() */
 	__s16 syscall;
 	__u16 wait_cpu;   /* the CPU it is counted waiting on (gw_cpu_wait), GW_NO_CPU: none */
 	__u16 first_cpu;  /* the CPU it began waiting on */
 	__u16 migrations; /* moves to another run queue while waiting */
 	__u16 pad2;
+	__u64 arg0;       /* the syscall's first argument (gw_offcpu.arg0) */
 };
 
 struct {
@@ -47,6 +48,28 @@ struct {
 	__type(value, struct gw_offcpu_open);
 } gw_offcpu_scratch SEC(".maps");
 
+/*
+ * Whether the task is held off the CPU by its cgroup's CPU quota (CFS bandwidth: cpu.max,
+ * cpu.cfs_quota_us), not by another task. Since 6.18 the kernel throttles a task itself when it
+ * returns to user mode and marks it (task_struct.throttled); before, the whole group's run queue
+ * is throttled and its throttle_count (its own or an ancestor's throttling) says so. Either way
+ * the task is still runnable when it leaves the CPU: without this it reads as a preemption by
+ * whichever task ran next, or by nobody.
+ */
+static __always_inline __u8 gw_task_throttled(struct task_struct *p)
+{
+	struct cfs_rq *cq;
+
+	if (bpf_core_field_exists(p->throttled))
+		return BPF_CORE_READ(p, throttled) ? 1 : 0;
+	if (!bpf_core_field_exists(p->se.cfs_rq))
+		return 0; /* no group scheduling: no quota either */
+	cq = BPF_CORE_READ(p, se.cfs_rq);
+	if (!cq || !bpf_core_field_exists(cq->throttle_count))
+		return 0;
+	return BPF_CORE_READ(cq, throttle_count) > 0;
+}
+
 static __always_inline void gw_switch_out(struct task_struct *prev, struct task_struct *next,
 					  bool preempt, unsigned int prev_state, __u64 now)
 {
@@ -60,7 +83,9 @@ static __always_inline void gw_switch_out(struct task_struct *prev, struct task_
 	o->prev_state = prev_state;
 	/* Runnable when switched out means it lost the CPU involuntarily. */
 	o->preempted = preempt || (prev_state & 0xff) == 0;
+	o->throttled = o->preempted ? gw_task_throttled(prev) : 0;
 	o->syscall = gw_task_syscall(prev);
+	o->arg0 = o->syscall >= 0 ? gw_task_syscall_arg0(prev) : 0;
 	o->next_pid = next->tgid;
 	o->next_tid = next->pid;
 	o->waker_pid = 0;
@@ -113,7 +138,7 @@ static __always_inline void gw_switch_in(struct task_struct *prev, struct task_s
 	__builtin_memcpy(rec->next_comm, o->next_comm, GW_COMM_LEN);
 	__builtin_memcpy(rec->waker_comm, o->waker_comm, GW_COMM_LEN);
 	rec->preempted = o->preempted;
-	rec->pad = 0;
+	rec->throttled = o->throttled;
 	rec->syscall = o->syscall;
 	rec->pad2 = 0;
 	/* prev is the task this one takes the CPU from: the last holder of the CPU it waited for. */
@@ -124,6 +149,7 @@ static __always_inline void gw_switch_in(struct task_struct *prev, struct task_s
 	rec->migrations = o->migrations;
 	rec->cpus_allowed = next->nr_cpus_allowed;
 	rec->pad3 = 0;
+	rec->arg0 = o->arg0;
 	gw_submit_event(rec, sizeof(*rec));
 done:
 	bpf_map_delete_elem(&gw_offcpu_open, &tid);
@@ -306,6 +332,11 @@ int BPF_PROG(gw_sched_wakeup, struct task_struct *p)
 	cpu = p->thread_info.cpu;
 	if (!gw_cpu_wait__add(cpu, 1))
 		return 0;
+	/* Woken into a throttled group (before 6.18: the group's queue is off the CPU until the
+	 * next period); since 6.18 it runs on to its return to user mode and is throttled there,
+	 * a switch-out of its own. */
+	if (!bpf_core_field_exists(p->throttled))
+		o->throttled = gw_task_throttled(p);
 	o->wait_cpu = cpu;
 	o->first_cpu = cpu;
 	return 0;

@@ -142,8 +142,12 @@ CREATE TABLE threads (
 --     syscall    INTEGER,           -- the syscall it slept in (syscall_names.nr); NULL: none,
 --                                   --   or a trace from before ABI 3
 --     wait_cpu   INTEGER,           -- the CPU whose run queue it first waited in (cpu_runs);
---     migrations INTEGER            --   moves to another queue meanwhile (wait_migrations);
---   );                              --   NULL: not counted waiting, or before ABI 5
+--     migrations INTEGER,           --   moves to another queue meanwhile (wait_migrations);
+--                                   --   NULL: not counted waiting, or before ABI 5
+--     throttled  INTEGER,           -- 1: held off the CPU by its cgroup's CPU quota (ABI 9);
+--                                   --   NULL otherwise
+--     arg0       INTEGER            -- the first argument of `syscall` (a futex's address, a
+--   );                              --   descriptor; ABI 9); NULL: in no syscall
 --
 --   CREATE TABLE syscalls (
 --     ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
@@ -157,7 +161,8 @@ CREATE TABLE threads (
 --     syscall INTEGER,                            -- the syscall it was in; NULL: none
 --     kernel INTEGER NOT NULL,                    -- 1: the timer interrupted kernel code
 --     stack_id INTEGER,                           -- user stack (--stacks)
---     py_stack INTEGER                            -- python_frames.py_stack_id (ABI 6); NULL: none
+--     py_stack INTEGER,                           -- python_frames.py_stack_id (ABI 6); NULL: none
+--     min_flt INTEGER, maj_flt INTEGER            -- the thread's page faults so far (ABI 9)
 --   );
 --
 --   -- Who held a CPU while a traced thread waited in its run queue (ABI 5): one row per run of a
@@ -378,7 +383,22 @@ CREATE TABLE python_processes (
   detail      TEXT,
   -- wall ns (the events' clock) once the probes had its layout: calls that began earlier carry no
   -- Python stack. NULL: not supported, or a file from before the column (2026-11-28).
-  layout_ns   INTEGER
+  layout_ns   INTEGER,
+  -- where the interpreter's state _PyRuntime lies in the process, and its size: the GIL is
+  -- inside it (offcpu.arg0 of a futex wait there: a wait for the GIL). NULL: before 2026-12-01.
+  runtime_addr INTEGER,
+  runtime_size INTEGER
+);
+
+-- The CPU quota a traced process ran under: the tightest CFS bandwidth limit (cgroup v2 cpu.max,
+-- v1 cpu.cfs_quota_us / cpu.cfs_period_us) over its cgroup and the cgroup's ancestors, as read
+-- when the process was discovered. No row: no quota. Files from before 2026-12-01 lack the table.
+CREATE TABLE cpu_limits (
+  pid       INTEGER NOT NULL PRIMARY KEY,
+  cgroup    TEXT NOT NULL,     -- the cgroup that sets it (as /proc/PID/cgroup names it)
+  quota_us  INTEGER NOT NULL,  -- CPU time allowed per period, over all CPUs
+  period_us INTEGER NOT NULL,
+  version   INTEGER NOT NULL   -- 1 or 2: the cgroup hierarchy
 );
 
 CREATE TABLE losses (

@@ -6,6 +6,7 @@
 #include "analysis/chain.hpp"
 #include "analysis/explain.hpp"
 #include "analysis/explain_batched.hpp"
+#include "analysis/explain_steady.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/rows.hpp"
 #include "analysis/stats.hpp"

@@ -412,6 +412,7 @@ class ThreadBudgeter {
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
                  const IdSet& gpu_tids, const IdSet& user_comms, const CpuHolders& holders,
                  const std::unordered_map<uint32_t, IdleList>& shared_idle,
+                 const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings,
                  uint64_t small_copy_bytes)
       : rows_(rows),
         holders_(holders),
@@ -420,6 +421,7 @@ class ThreadBudgeter {
         gpu_tids_(gpu_tids),
         user_comms_(user_comms),
         shared_idle_(shared_idle),
+        siblings_(siblings),
         small_copy_(small_copy_bytes),
         // Off-CPU rows say which syscall a sleep began in since ABI 3 (0: a hand-built trace).
         syscall_known_(rows.session.abi_version == 0 || rows.session.abi_version >= 3) {}
@@ -444,11 +446,12 @@ class ThreadBudgeter {
     const std::vector<Piece>& idle = idle_list.pieces;
     on_cpu_split(b, t, idle_list);
     off_cpu_split(b, t, off_rows, sys, rec, idle);
+    gil_holders(b);
     for (const Piece& p : idle) {
       const int64_t s = std::max(p.s, t.first_ns), e = std::min(p.e, t.last_ns);
       if (e - s >= ThreadBudget::kLongIdleNs) b.long_idle.emplace_back(s, e);
     }
-    if (rows_.syscalls_from_scheduler()) lone_samples(b, t, off_rows, sys, idle);
+    sampled_kernel(b, t, off_rows, sys, idle);
     b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
       std::sort(v.begin(), v.end(), [](const Culprit& a, const Culprit& c) {
@@ -562,7 +565,8 @@ class ThreadBudgeter {
     if (o) last_off = o->idx;
     const bool gap = ic.cur() != nullptr;
     if (holders_.recorded()) {
-      const bool waiting = o && o->runnable;
+      // A throttled wait is the quota's, not the CPU holders': classify() gives it whole.
+      const bool waiting = o && o->runnable && !rows_.offcpu[o->idx].throttled;
       const bool had = wait_.piece.e > wait_.piece.s;
       if (!had || !waiting || wait_.piece.idx != o->idx) {
         if (had) exact_holders(b, wait_);  // a wait seen whole
@@ -610,6 +614,61 @@ class ThreadBudgeter {
     return bk;
   }
 
+  // A GIL wait: the sibling that woke it handed the interpreter over; a wait that timed out is
+  // given to the threads running meanwhile once the sweep is done (gil_holders()).
+  Bucket gil_wait(ThreadBudget& b, uint32_t idx, const OffCpuRow& o, int64_t ns, bool fresh) {
+    if (o.other_pid == own_pid_ && o.other_tid != own_tid_ && o.other_tid != 0)
+      blame(b, Bucket::Gil, o.other_pid, o.other_tid, o.other_comm, ns, fresh, true);
+    else
+      gil_timed_out_.emplace_back(idx, ns);
+    return Bucket::Gil;
+  }
+
+  // The timed-out GIL waits' holders: the other threads of the process that the CPU samples
+  // found running user code during each wait (a thread running Python holds the GIL), each given
+  // the wait in proportion to its samples. A wait with none (the holder was preempted itself, or
+  // fell between samples) goes to the holders named so far, in proportion: the thread that
+  // hands the GIL over and runs Python meanwhile is the one that holds it the rest of the time.
+  void gil_holders(ThreadBudget& b) {
+    auto sibs = siblings_.find(own_pid_);
+    if (sibs == siblings_.end()) {
+      gil_timed_out_.clear();
+      return;
+    }
+    std::vector<std::pair<uint32_t, int64_t>> counts;  // (tid, samples) in one wait
+    int64_t unsampled = 0;
+    for (const auto& [idx, ns] : gil_timed_out_) {
+      const OffCpuRow& o = rows_.offcpu[idx];
+      counts.clear();
+      int64_t total = 0;
+      for (uint32_t tid : sibs->second) {
+        if (tid == own_tid_) continue;
+        auto [sb, se] = Joins::range(j_.cpu_samples, tid);
+        const auto first = rows_.cpu_samples.begin() + static_cast<ptrdiff_t>(sb);
+        const auto last = rows_.cpu_samples.begin() + static_cast<ptrdiff_t>(se);
+        auto it = std::lower_bound(first, last, o.ts,
+                                   [](const CpuSampleRow& s, int64_t t) { return s.ts < t; });
+        int64_t n = 0;
+        for (; it != last && it->ts < o.end(); ++it) n += !it->kernel;
+        if (n > 0) counts.emplace_back(tid, n);
+        total += n;
+      }
+      if (total == 0) unsampled += ns;
+      for (const auto& [tid, n] : counts)
+        blame(b, Bucket::Gil, own_pid_, tid, 0, ns * n / total, true, true);
+    }
+    gil_timed_out_.clear();
+    const std::vector<Culprit> named = b.by_task[static_cast<size_t>(Bucket::Gil)];
+    int64_t named_ns = 0;
+    for (const Culprit& c : named) named_ns += c.ns;
+    if (unsampled <= 0 || named_ns <= 0) return;
+    for (const Culprit& c : named)
+      blame(b, Bucket::Gil, c.pid, c.tid, c.comm,
+            static_cast<int64_t>(static_cast<double>(unsampled) * static_cast<double>(c.ns) /
+                                 static_cast<double>(named_ns)),
+            false, true);
+  }
+
   // The precedence, decided once: off the CPU beats everything (runnable, then asleep by what
   // it slept in and who woke it); on the CPU, reclaim, then a slow syscall outside GPU calls,
   // then the GPU call it is in, then its own host work.
@@ -626,6 +685,9 @@ class ThreadBudgeter {
         return call->call;
       }
       if (rec) return Bucket::Reclaim;
+      // Waiting to take the interpreter back (after a GPU call that released it): before the
+      // sibling rules, as a GPU-calling sibling that holds the GIL is what the wait is for.
+      if (o.gil) return gil_wait(b, off->idx, o, ns, fresh);
       const bool user = user_waker(o);
       const int16_t nr = syscall_known_ ? o.syscall : int16_t{-1};
       const SleepKind kind = nr < 0 ? SleepKind::Other : kinds_.of(nr);
@@ -673,36 +735,63 @@ class ThreadBudgeter {
     return idle ? Bucket::RefillGap : Bucket::HostWork;
   }
 
-  // Without the syscall family, a CPU sample inside a syscall that no syscall row holds (one
-  // alone: prepare_rows places only two samples, or a sample beside a sleep) still stands for a
-  // sampling period on the CPU in that syscall. Its time moves from the host work it was counted
-  // in to I/O or a slow syscall: an estimate, like every sampled figure.
-  void lone_samples(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
-                    const std::vector<Piece>& sys, const std::vector<Piece>& idle) {
+  // What the CPU samples say of the time counted as host work, outside GPU calls: a sample in
+  // kernel code but in no syscall is the kernel working for the thread (page faults, mostly),
+  // and its sampling period moves to KernelWork. Without the syscall family, a sample inside a
+  // syscall that no syscall row holds (one alone: prepare_rows places only two samples, or a
+  // sample beside a sleep) likewise stands for a period in that syscall and moves to I/O or a
+  // slow syscall. Estimates, like every sampled figure. The samples' fault counters give the
+  // faults over the span.
+  void sampled_kernel(ThreadBudget& b, const ThreadSummary& t, std::pair<size_t, size_t> off_rows,
+                      const std::vector<Piece>& sys, const std::vector<Piece>& idle) {
+    const bool lone_syscalls = rows_.syscalls_from_scheduler();
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
     Cursor ic(idle);
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
     Cursor sc(sys);
+    const CpuSampleRow* first_faults = nullptr;
+    const CpuSampleRow* last_faults = nullptr;
+    std::unordered_map<int32_t, int64_t> sites;
     auto [sb, se] = Joins::range(j_.cpu_samples, t.tid);
     for (size_t k = sb; k < se; ++k) {
       const CpuSampleRow& smp = rows_.cpu_samples[k];
-      if (smp.ts < t.first_ns || smp.ts >= t.last_ns || smp.syscall < 0) continue;
+      if (smp.ts < t.first_ns || smp.ts >= t.last_ns) continue;
+      if (smp.min_flt >= 0) {
+        if (!first_faults) first_faults = &smp;
+        last_faults = &smp;
+      }
+      const bool faulting = smp.kernel && smp.syscall < 0;
+      if (!faulting && (smp.syscall < 0 || !lone_syscalls)) continue;
       if (cc.at(smp.ts) || oc.at(smp.ts) || sc.at(smp.ts)) continue;
       const bool gap = ic.at(smp.ts) != nullptr;
       const size_t from = static_cast<size_t>(gap ? Bucket::RefillGap : Bucket::HostWork);
-      const SleepKind kind = kinds_.of(smp.syscall);
-      const Bucket to =
-          kind == SleepKind::Io || kind == SleepKind::Receive ? Bucket::Io : Bucket::Syscall;
+      Bucket to = Bucket::KernelWork;
+      if (!faulting) {
+        const SleepKind kind = kinds_.of(smp.syscall);
+        to = kind == SleepKind::Io || kind == SleepKind::Receive ? Bucket::Io : Bucket::Syscall;
+      }
       const int64_t n = std::min(smp.dur, b.ns[from]);
       if (n <= 0) continue;
       b.ns[from] -= n;
       b.ns[static_cast<size_t>(to)] += n;
       if (gap) {
-        b.idle_ns[from] -= n;
-        b.idle_ns[static_cast<size_t>(to)] += n;
+        const int64_t idle_n = std::min(n, b.idle_ns[from]);
+        b.idle_ns[from] -= idle_n;
+        b.idle_ns[static_cast<size_t>(to)] += idle_n;
       }
-      syscalls_[static_cast<size_t>(to)][static_cast<uint32_t>(smp.syscall)] += n;
+      if (faulting)
+        sites[smp.pystack_id] += n;
+      else
+        syscalls_[static_cast<size_t>(to)][static_cast<uint32_t>(smp.syscall)] += n;
     }
+    if (first_faults && last_faults != first_faults) {
+      b.minor_faults = std::max<int64_t>(0, last_faults->min_flt - first_faults->min_flt);
+      b.major_faults = std::max<int64_t>(0, last_faults->maj_flt - first_faults->maj_flt);
+    }
+    b.kernel_sites.assign(sites.begin(), sites.end());
+    std::sort(b.kernel_sites.begin(), b.kernel_sites.end(), [](auto& a, auto& c) {
+      return a.second != c.second ? a.second > c.second : a.first < c.first;
+    });
   }
 
   // With the CPU's run segments recorded, runnable time goes to whoever really ran on the CPU
@@ -754,6 +843,8 @@ class ThreadBudgeter {
   // it took the CPU back from after a wake-up (nobody, when that was the idle task). With run
   // segments recorded, exact_holders() attributes it afterwards.
   Bucket runnable(ThreadBudget& b, const OffCpuRow& o, int64_t ns, bool fresh) {
+    // Its cgroup had used its CPU quota: whoever ran on the CPU meanwhile did not take it.
+    if (o.throttled) return Bucket::Throttled;
     if (holders_.recorded()) return Bucket::Runnable;
     if (o.preempted) {
       blame(b, Bucket::Runnable, o.other_pid, o.other_tid, o.other_comm, ns, fresh, false);
@@ -800,6 +891,8 @@ class ThreadBudgeter {
   const IdSet& gpu_tids_;
   const IdSet& user_comms_;  // strings.id of task names not the kernel's
   const std::unordered_map<uint32_t, IdleList>& shared_idle_;  // by pid (process_idle)
+  // By pid, the threads with CPU samples (any thread of a GPU process): who may hold its GIL.
+  const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings_;
   uint64_t small_copy_;
   bool syscall_known_;
   uint32_t own_pid_ = 0, own_tid_ = 0;
@@ -808,6 +901,7 @@ class ThreadBudgeter {
   std::vector<HolderTime> holders_buf_;  // exact_holders(): reused
   std::array<std::unordered_map<uint32_t, int64_t>, kBuckets> syscalls_;
   std::unordered_map<uint16_t, std::tuple<uint32_t, uint32_t, uint32_t>> guess_;
+  std::vector<std::pair<uint32_t, int64_t>> gil_timed_out_;  // (offcpu row, ns) to name
 };
 
 }  // namespace
@@ -846,6 +940,12 @@ std::string_view bucket_name(Bucket b) {
       return "reclaim";
     case Bucket::Unexplained:
       return "unexplained";
+    case Bucket::Throttled:
+      return "throttled";
+    case Bucket::KernelWork:
+      return "kernel_work";
+    case Bucket::Gil:
+      return "gil";
     case Bucket::kCount:
       break;
   }
@@ -886,6 +986,12 @@ std::string_view bucket_label(Bucket b) {
       return "direct memory reclaim";
     case Bucket::Unexplained:
       return "asleep, cause not recorded";
+    case Bucket::Throttled:
+      return "runnable, its cgroup's CPU quota used up (throttled)";
+    case Bucket::KernelWork:
+      return "the kernel working for it (page faults, interrupts)";
+    case Bucket::Gil:
+      return "waiting for the Python GIL held by another thread";
     case Bucket::kCount:
       break;
   }
@@ -929,10 +1035,17 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   std::unordered_map<uint32_t, IdleList> shared_idle;
   for (size_t k = 0; k < shared.size(); ++k)
     shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
+  // The sampled threads of each process that waited on its GIL: who may have held it.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> siblings;
+  if (!rows.python_runtime.empty()) {
+    for (const auto& [tid, r] : joins.cpu_samples)
+      if (r.second > r.first) siblings[rows.cpu_samples[r.first].pid].push_back(tid);
+    for (auto& [pid, tids] : siblings) std::sort(tids.begin(), tids.end());
+  }
   std::vector<ThreadBudget> out(joins.threads.size());
   const auto cost = [&](size_t k) { return joins.offcpu_work(joins.threads[k]); };
   parallel_for_largest_first(joins.threads.size(), cost, [&](size_t k) {
-    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle,
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle, siblings,
                      small_copy_bytes);
     out[k] = b.run(joins.threads[k]);
   });

@@ -41,6 +41,17 @@ enum class Bucket : uint8_t {
   Sleep,        // nanosleep, timed-out waits: asleep until a timer woke it
   Reclaim,      // direct memory reclaim
   Unexplained,  // asleep with no syscall and no waker known
+  // Runnable, held off the CPU by its own cgroup's CPU quota (CFS bandwidth throttling): no
+  // other task is to blame, the limit is (TraceRows::cpu_limits names it)
+  Throttled,
+  // On the CPU outside GPU calls, in the kernel but in no syscall: page faults (first touches
+  // of fresh memory, copy-on-write), interrupts. From the CPU samples: an estimate of the time
+  // the kernel worked on the thread's behalf inside what would read as its own host work
+  KernelWork,
+  // Asleep outside GPU calls on its Python interpreter's GIL (a futex inside _PyRuntime): another
+  // thread of the process held the interpreter. Who: the waker that handed it over, or for a
+  // wait that timed out the sibling threads the CPU samples found running meanwhile
+  Gil,
   kCount
 };
 inline constexpr size_t kBuckets = static_cast<size_t>(Bucket::kCount);
@@ -56,7 +67,8 @@ struct ThreadBudget {
   // its queue and before its next enqueue. The GPU had nothing from this thread to run then.
   std::array<int64_t, kBuckets> idle_ns{};
   // Who: for Runnable the tasks that held the CPU (by process; a thread of the thread's own
-  // process by thread), for BlockedLock, Handoff and Io the tasks that woke it (by thread).
+  // process by thread), for BlockedLock, Handoff and Io the tasks that woke it (by thread), for
+  // Gil the threads that held the interpreter (by thread).
   // Most time first.
   std::array<std::vector<Culprit>, kBuckets> by_task;
   // How: for the asleep buckets, the syscalls it slept in (nr, ns), most time first.
@@ -66,6 +78,12 @@ struct ThreadBudget {
   // pauses (start-up, a checkpoint, an evaluation) rather than the gaps of every step.
   std::vector<std::pair<int64_t, int64_t>> long_idle;
   static constexpr int64_t kLongIdleNs = 1'000'000'000;
+  // Page faults the thread took over its span, from its CPU samples' fault counters (ABI 9):
+  // the last sample's count less the first's; -1 when not recorded.
+  int64_t minor_faults = -1, major_faults = -1;
+  // KernelWork's samples by the Python stack they were taken in (cpu_samples.py_stack; -1: none),
+  // most time first: the line whose memory the kernel was faulting in.
+  std::vector<std::pair<int32_t, int64_t>> kernel_sites;
 
   int64_t span_ns() const { return last_ns - first_ns; }
   int64_t operator[](Bucket b) const { return ns[static_cast<size_t>(b)]; }

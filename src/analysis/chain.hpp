@@ -21,7 +21,10 @@ struct Task {
   uint32_t pid = 0;
   uint32_t tid = 0;  // 0: the whole process
   std::string comm;
-  // "cpu_hog (pid 4242)", or "ckpt_writer (tid 105)" for a thread.
+  // Set when the culprit is not a task but the CPU quota of a cgroup (this path) that the
+  // process `pid` runs in: cpu_quota's chain.
+  std::string cgroup;
+  // "cpu_hog (pid 4242)", or "ckpt_writer (tid 105)" for a thread; "cgroup /a/b's CPU quota".
   std::string label() const;
 };
 

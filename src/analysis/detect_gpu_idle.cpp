@@ -24,6 +24,9 @@ constexpr Bucket kRefill[] = {Bucket::RefillGap};
 constexpr Bucket kTransfer[] = {Bucket::Transfer};
 constexpr Bucket kAlloc[] = {Bucket::Alloc};
 constexpr Bucket kReclaim[] = {Bucket::Reclaim};
+constexpr Bucket kThrottled[] = {Bucket::Throttled};
+constexpr Bucket kKernelWork[] = {Bucket::KernelWork};
+constexpr Bucket kGil[] = {Bucket::Gil};
 
 std::string fix_for(Bucket top, const std::string& syscall) {
   switch (top) {
@@ -42,6 +45,15 @@ std::string fix_for(Bucket top, const std::string& syscall) {
       return "a slow " + syscall +
              " on the dispatch thread while the GPU has nothing queued: move it to a helper "
              "thread or batch it";
+    case Bucket::Throttled:
+      return "its cgroup's CPU quota holds the dispatch thread off the CPU while the GPU has "
+             "nothing queued: raise the container's CPU limit (resources.limits.cpu, cpu.max)";
+    case Bucket::Gil:
+      return "the dispatch thread waits for the Python GIL while the GPU has nothing queued: "
+             "move the other threads' pure-Python work out of the process";
+    case Bucket::KernelWork:
+      return "the kernel works for the dispatch thread (page faults) while the GPU has nothing "
+             "queued: reuse buffers instead of touching fresh memory every step";
     case Bucket::WakeLatency:
       return "the thread waits for an idle CPU to pick it up after each wake-up: disable deep "
              "CPU idle states (cpupower idle-set -D 10) or keep the dispatch thread busy-polling";
@@ -86,6 +98,34 @@ struct Claims {
   int64_t refill_drawn = 0;
 };
 
+// The start-up phase of a thread traced from its program's start: its long GPU-idle stretches
+// early in the span (StartUp). Graded LOW at most: what a job does before its first step is
+// summarised, the steady state is what the report is about (--from skips the start-up).
+void start_up_chain(const Context& ctx, const ThreadSummary& t, const StartUp& su, int64_t lost,
+                    std::vector<Chain>& out) {
+  Chain ch = ctx.thread_chain(t, "start_up", "GPU idle during start-up", lost);
+  ch.cap = Severity::Low;
+  ch.first_ns = ctx.rel(t.first_ns);
+  ch.last_ns = ctx.rel(su.end);
+  ch.summary = ctx.who(ch.thread) + " starts: the GPU has nothing of it to run for " +
+               fmt_duration(lost) + " before its steps begin at " + fmt_rel(ctx.rel(su.end));
+  ch.evidence.push_back(
+      {fmt_duration(su.ns) + " at start-up, before " + fmt_rel(ctx.rel(su.end)) +
+           " (GPU-idle stretches of a second or more early in its span: loading libraries, "
+           "building the model, the first kernels)",
+       ctx.rel(su.end)});
+  ch.fix =
+      "this is the program starting (the trace began with it), shown apart from the steady "
+      "state: explain the steady state alone with --from " +
+      from_arg(ctx.rel(su.end)) +
+      ", or trace the job once it runs (gpuwhy trace -p PID); if start-up itself is the "
+      "problem, load data and compile kernels ahead (torch.compile cache, lazy loading "
+      "off) and keep the process alive between jobs";
+  ch.metrics = {{"start_up_idle_ns", static_cast<double>(su.ns)},
+                {"steady_from_rel_ns", static_cast<double>(ctx.rel(su.end))}};
+  out.push_back(std::move(ch));
+}
+
 void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims,
                 std::vector<Chain>& out) {
   const ThreadBudget& b = ctx.budget(t);
@@ -114,12 +154,16 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
   const std::string top_syscall =
       sys.empty() ? std::string("") : ctx.rows.syscall_name(sys[0].first);
 
-  const bool mostly_start_up = su.ns * 2 >= lost;
-  Chain ch = ctx.thread_chain(t, "gpu_idle",
-                              mostly_start_up        ? "GPU idle during start-up"
-                              : top == Bucket::Sleep ? "GPU idle while the dispatch thread sleeps"
-                                                     : "GPU idle between steps",
-                              lost);
+  // The start-up is its own phase: its idle seconds become a start_up chain, ranked after the
+  // steady state's causes (rank_chains), and the gpu_idle chain keeps the steady state's.
+  const int64_t start_up_lost = std::min(su.ns, lost);
+  if (start_up_lost > 0) start_up_chain(ctx, t, su, start_up_lost, out);
+  lost -= start_up_lost;
+  if (lost <= 0) return;
+  Chain ch = ctx.thread_chain(
+      t, "gpu_idle",
+      top == Bucket::Sleep ? "GPU idle while the dispatch thread sleeps" : "GPU idle between steps",
+      lost);
   ch.first_ns = ctx.rel(t.first_ns);
   ch.last_ns = ctx.rel(t.last_ns);
   ch.summary = ctx.who(ch.thread) + " left the GPU without queued work for " +
@@ -146,11 +190,9 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
     ch.evidence.push_back({"in syscalls: " + names});
   }
   if (su.ns > 0) {
-    ch.evidence.push_back(
-        {fmt_duration(su.ns) + " of it at start-up, before " + fmt_rel(ctx.rel(su.end)) +
-             " (GPU-idle stretches of a second or more early in its span: loading libraries, "
-             "building the model, the first kernels)",
-         ctx.rel(su.end)});
+    ch.evidence.push_back({"besides " + fmt_duration(start_up_lost) + " at start-up, before " +
+                               fmt_rel(ctx.rel(su.end)) + " (the start_up finding)",
+                           ctx.rel(su.end)});
   }
   int64_t pauses = 0;
   size_t n_pauses = 0;
@@ -165,15 +207,6 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
                            " in all (a checkpoint, an evaluation, waiting for input?)"});
   }
   ch.fix = fix_for(top, top_syscall.empty() ? "sleep" : top_syscall);
-  if (mostly_start_up) {
-    ch.fix =
-        "most of this is the program starting (the trace began with it): explain the steady "
-        "state with --from " +
-        from_arg(ctx.rel(su.end)) +
-        ", or trace the job once it runs (gpuwhy trace -p PID); if start-up itself is the "
-        "problem, load data and compile kernels ahead (torch.compile cache, lazy loading "
-        "off) and keep the process alive between jobs";
-  }
   ch.metrics = {{"gpu_idle_ns", static_cast<double>(b.idle_total())},
                 {"start_up_idle_ns", static_cast<double>(su.ns)},
                 {"unexplained_idle_ns", static_cast<double>(lost)},
@@ -191,6 +224,9 @@ std::span<const Bucket> claimed_buckets(std::string_view kind) {
   if (kind == "transfer_bound") return kTransfer;
   if (kind == "alloc_churn") return kAlloc;
   if (kind == "memory_reclaim") return kReclaim;
+  if (kind == "cpu_quota") return kThrottled;
+  if (kind == "page_faults") return kKernelWork;
+  if (kind == "gil_contention") return kGil;
   return {};
 }
 

@@ -131,12 +131,15 @@ PerStep per_step(const Context& ctx, const ThreadSummary& t) {
   if (p.collectives == 0) return p;
   const ThreadBudget& b = ctx.budget(t);
   const double n = static_cast<double>(p.collectives);
-  p.host = static_cast<double>(b[Bucket::HostWork] + b[Bucket::RefillGap] +
-                               b[Bucket::ApiOverhead] + b[Bucket::Transfer] + b[Bucket::Alloc]) / n;
-  p.runnable = static_cast<double>(b[Bucket::Runnable] + b[Bucket::WakeLatency]) / n;
+  p.host = static_cast<double>(b[Bucket::HostWork] + b[Bucket::RefillGap] + b[Bucket::ApiOverhead] +
+                               b[Bucket::Transfer] + b[Bucket::Alloc]) /
+           n;
+  p.runnable =
+      static_cast<double>(b[Bucket::Runnable] + b[Bucket::WakeLatency] + b[Bucket::Throttled]) / n;
   p.asleep = static_cast<double>(b[Bucket::BlockedLock] + b[Bucket::Handoff] + b[Bucket::Io] +
                                  b[Bucket::Syscall] + b[Bucket::Sleep] + b[Bucket::Reclaim] +
-                                 b[Bucket::Unexplained]) / n;
+                                 b[Bucket::Unexplained]) /
+             n;
   p.waiting = static_cast<double>(b[Bucket::GpuWait]) / n;
   return p;
 }
@@ -260,8 +263,7 @@ void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out) {
            static_cast<double>(std::max<int64_t>(t.span_ns(), 1));
   };
   if (host_bound) {
-    ch.fix = rank_and_label(ctx, s) + " spends " +
-             fmt_duration(static_cast<int64_t>(host_excess)) +
+    ch.fix = rank_and_label(ctx, s) + " spends " + fmt_duration(static_cast<int64_t>(host_excess)) +
              " more per collective on the CPU in its own code before it enqueues the "
              "collective: balance the work per rank (uneven batches, sequence lengths or data "
              "shards), move that rank's extra host work (data loading, logging, checkpointing) "

@@ -21,6 +21,11 @@ constexpr Detector kDetectors[] = {
     {"rate_drop", "launch rate fell and stayed down; what changed at that point", detect_rate_drop},
     {"io_stall", "file I/O and block I/O on a GPU-API thread", detect_io_stall},
     {"memory_reclaim", "direct reclaim (memory pressure) stalling GPU-API threads", detect_reclaim},
+    {"cpu_quota", "GPU-API threads throttled by their cgroup's CPU quota", detect_cpu_quota},
+    {"page_faults", "the kernel working for a GPU-API thread outside its calls (page faults)",
+     detect_page_faults},
+    {"gil_contention", "a Python GPU thread waiting to take the GIL back from another thread",
+     detect_gil},
     {"tcp_retransmits", "TCP retransmits during collectives", detect_tcp_retrans},
     {"nccl_straggler", "one rank arrives last at collectives; the others wait for it",
      detect_nccl_straggler},
@@ -43,6 +48,7 @@ std::string_view severity_name(Severity s) {
 }
 
 std::string Task::label() const {
+  if (!cgroup.empty()) return "cgroup " + cgroup + "'s CPU quota";
   const std::string name = comm.empty() ? "?" : comm;
   if (tid != 0 && tid != pid) return name + " (tid " + std::to_string(tid) + ")";
   return name + " (pid " + std::to_string(pid) + ")";
@@ -122,8 +128,8 @@ std::string contention_fix(const Task& victim, const Task& culprit, bool same_pr
   return "give " + victim.label() + " and " + culprit.label() +
          " separate cores: taskset -a -p -c CPUS " + pid +
          " moves every thread of it (or one cpuset cgroup per job); or lower the priority of "
-         "all its threads: for t in /proc/" + pid +
-         "/task/*; do renice -n 19 -p ${t##*/}; done (nice is per thread: renice -p " + pid +
+         "all its threads: for t in /proc/" +
+         pid + "/task/*; do renice -n 19 -p ${t##*/}; done (nice is per thread: renice -p " + pid +
          " alone reaches only its main thread)";
 }
 
@@ -151,9 +157,7 @@ std::string culprit_list(const Context& ctx, const std::vector<Culprit>& v, int6
   return out;
 }
 
-bool is_tracer(std::string_view comm) {
-  return comm == "gpuwhy" || comm.starts_with("gpuwhy-");
-}
+bool is_tracer(std::string_view comm) { return comm == "gpuwhy" || comm.starts_with("gpuwhy-"); }
 
 bool is_runtime_helper(std::string_view comm) {
   for (std::string_view p : {"cuda-", "cuda0", "gwsim-", "hip", "rocr", "nccl", "NCCL"}) {

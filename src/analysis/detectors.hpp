@@ -98,6 +98,9 @@ void detect_alloc_churn(const Context& ctx, std::vector<Chain>& out);
 void detect_rate_drop(const Context& ctx, std::vector<Chain>& out);
 void detect_io_stall(const Context& ctx, std::vector<Chain>& out);
 void detect_reclaim(const Context& ctx, std::vector<Chain>& out);
+void detect_cpu_quota(const Context& ctx, std::vector<Chain>& out);
+void detect_page_faults(const Context& ctx, std::vector<Chain>& out);
+void detect_gil(const Context& ctx, std::vector<Chain>& out);
 void detect_tcp_retrans(const Context& ctx, std::vector<Chain>& out);
 void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out);
 // Runs after the others, on what they found: GPU-idle time of each dispatch thread that no chain

@@ -234,8 +234,12 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th, 
     c.severity = grade_chain(c, th, window_ns);
     kept.push_back(std::move(c));
   }
-  // Most time lost first; ties by kind then victim, so the order never depends on hash order.
+  // The steady state's causes first, the start-up after them (it is summarised, not the story);
+  // then most time lost first; ties by kind then victim, so the order never depends on hash
+  // order.
   std::stable_sort(kept.begin(), kept.end(), [](const Chain& a, const Chain& b) {
+    const bool sa = a.kind == "start_up", sb = b.kind == "start_up";
+    if (sa != sb) return sb;
     if (a.lost_ns != b.lost_ns) return a.lost_ns > b.lost_ns;
     if (a.kind != b.kind) return a.kind < b.kind;
     return a.process.pid < b.process.pid;

@@ -242,33 +242,13 @@ void add_process(std::vector<ProcessStats>& into, const ProcessStats& p) {
   }
 }
 
-// A process's rate series over its whole span from its windows' series: each window interval's
-// count goes to the interval its start falls in.
-RateSeries join_rates(const std::vector<const RateSeries*>& parts, const ProcessStats& p,
-                      const TimeWindow& whole, double min_drop) {
-  RateSeries s = empty_rate_series(whole.start_ns, p.first_ns, p.last_ns);
-  s.pid = p.pid;
-  s.comm = parts.front()->comm;
-  s.what = parts.front()->what;
-  for (const RateSeries* r : parts) {
-    for (size_t i = 0; i < r->counts.size(); ++i) {
-      const int64_t t = r->start_ns + static_cast<int64_t>(i) * r->interval_ns;
-      if (t < s.start_ns) continue;
-      const auto k = static_cast<size_t>((t - s.start_ns) / s.interval_ns);
-      if (k < s.counts.size()) s.counts[k] += r->counts[i];
-    }
-  }
-  s.drop = rate_drop_of(s, min_drop);
-  return s;
-}
-
 Stats merge_window_stats(std::vector<Stats>& parts, const TimeWindow& whole, double min_drop) {
   Stats st;
   std::vector<Stats> whole_ops(parts.size());
-  std::map<uint32_t, std::vector<const RateSeries*>> rates;
+  std::map<uint32_t, std::vector<const FineRates*>> fine;
   for (size_t i = 0; i < parts.size(); ++i) {
     for (const ProcessStats& p : parts[i].processes) add_process(st.processes, p);
-    for (const RateSeries& r : parts[i].rates) rates[r.pid].push_back(&r);
+    for (const FineRates& f : parts[i].fine_rates) fine[f.pid].push_back(&f);
     // The whole-window operations as batches add them up (histograms), processes apart.
     whole_ops[i].calls = parts[i].calls;
     whole_ops[i].ops = std::move(parts[i].ops);
@@ -283,9 +263,17 @@ Stats merge_window_stats(std::vector<Stats>& parts, const TimeWindow& whole, dou
     });
   }
   sort_processes(st.processes);
-  for (const ProcessStats& p : st.processes)
-    if (auto r = rates.find(p.pid); r != rates.end())
-      st.rates.push_back(join_rates(r->second, p, whole, min_drop));
+  // The whole span's rate series: the windows' fine counts add up to exactly those of one
+  // analysis of the whole window, so a drop is found (or not) the same way.
+  for (const ProcessStats& p : st.processes) {
+    auto f = fine.find(p.pid);
+    if (f == fine.end()) continue;
+    if (auto s = rates_from_fine(f->second, whole.start_ns, min_drop)) {
+      s->pid = p.pid;
+      s->comm = p.comm;
+      st.rates.push_back(std::move(*s));
+    }
+  }
   return st;
 }
 
@@ -705,7 +693,11 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
           o.span_ends = std::move(ends.value());
         }
       }
-      return load_trace(file, o);
+      auto rows = load_trace(file, o);
+      // A window's launch counts in bins from the whole window's start: their sum is the whole
+      // span's rate series, exactly (Stats::fine_rates).
+      if (rows && o.window_part) rows->rate_origin_ns = whole->start_ns;
+      return rows;
     };
     std::vector<Report> windows;  // of the group being read
     OwnCounts carried;            // of its windows without calls

@@ -324,6 +324,25 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
                   });
     if (!st) return st;
   }
+  // python_processes.runtime_addr/size came after the table: an older file's statement fails,
+  // and goes without (no wait is then known to be for the GIL).
+  if (has_table(db, "python_processes")) {
+    (void)each_row(db,
+                   "SELECT pid, runtime_addr, runtime_size FROM python_processes "
+                   "WHERE runtime_size > 0",
+                   "python_processes", [&](Query& q) {
+                     rows.python_runtime[static_cast<uint32_t>(q.i64(0))] = {
+                         static_cast<uint64_t>(q.i64(1)), static_cast<uint64_t>(q.i64(2))};
+                   });
+  }
+  if (has_table(db, "cpu_limits")) {
+    st = each_row(db, "SELECT pid, cgroup, quota_us, period_us, version FROM cpu_limits",
+                  "cpu_limits", [&](Query& q) {
+                    rows.cpu_limits[static_cast<uint32_t>(q.i64(0))] = {
+                        q.text(1), q.i64(2), q.i64(3), static_cast<int>(q.i64(4))};
+                  });
+    if (!st) return st;
+  }
   if (has_table(db, "probe_families")) {
     st = each_row(db,
                   "SELECT family, state, coalesce(detail, '') FROM probe_families "
@@ -728,13 +747,17 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     return interval_kept(k.value(ts, r), k.value(dur, r),
                          tid == UINT32_MAX ? int64_t{-1} : k.value(tid, r));
   };
+  int16_t futex_nr = -1;  // a GIL wait is a futex on an address inside the interpreter's state
+  for (const auto& [nr, name] : rows.syscall_names)
+    if (name == "futex") futex_nr = static_cast<int16_t>(nr);
   Columns oc{store::find_chunked_table("offcpu")};
   const uint32_t o_ts = oc["ts"], o_dur = oc["dur"], o_runq = oc["runq"], o_pid = oc["pid"],
                  o_tid = oc["tid"], o_cpu = oc["cpu"], o_pre = oc["preempted"],
                  o_npid = oc["next_pid"], o_ntid = oc["next_tid"], o_ncomm = oc["next_comm"],
                  o_wpid = oc["waker_pid"], o_wtid = oc["waker_tid"], o_wcomm = oc["waker_comm"],
                  o_hpid = oc["holder_pid"], o_htid = oc["holder_tid"], o_hcomm = oc["holder_comm"],
-                 o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"];
+                 o_sys = oc["syscall"], o_wcpu = oc["wait_cpu"], o_migr = oc["migrations"],
+                 o_thr = oc["throttled"], o_arg0 = oc["arg0"];
   // Read as arrays once per chunk, like the calls; a chunk holds one thread's rows or a few,
   // so whether its process is kept is asked once per run of one pid, not per row.
   st = scan_chunks(
@@ -749,15 +772,20 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                       *wcomm = k.values_of(o_wcomm), *hpid = k.values_of(o_hpid),
                       *htid = k.values_of(o_htid), *hcomm = k.values_of(o_hcomm),
                       *sys = k.values_of(o_sys), *wcpu = k.values_of(o_wcpu),
-                      *migr = k.values_of(o_migr);
+                      *migr = k.values_of(o_migr), *thr = k.values_of(o_thr),
+                      *arg0 = k.values_of(o_arg0);
         const uint8_t *has_holder = k.present_of(o_hpid), *has_sys = k.present_of(o_sys),
                       *has_wcpu = k.present_of(o_wcpu);
         int64_t last_pid = -1;
         bool last_kept = false;
+        std::pair<uint64_t, uint64_t> runtime{0, 0};  // the pid's _PyRuntime, {0, 0}: none
         for (uint32_t r = 0; r < k.rows; ++r) {
           if (pid[r] != last_pid) {
             last_pid = pid[r];
             last_kept = keep(static_cast<uint32_t>(pid[r]));
+            auto py = rows.python_runtime.find(static_cast<uint32_t>(pid[r]));
+            runtime =
+                py == rows.python_runtime.end() ? std::pair<uint64_t, uint64_t>{0, 0} : py->second;
           }
           if (!last_kept || !interval_kept(ts[r], dur[r], tid[r])) continue;
           OffCpuRow o;
@@ -792,6 +820,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           }
           o.cpu = static_cast<uint16_t>(cpu[r]);
           if (has_sys[r]) o.syscall = static_cast<int16_t>(sys[r]);
+          o.throttled = thr[r] != 0;  // NULL (not throttled, or an older chunk) reads as 0
+          const auto addr = static_cast<uint64_t>(arg0[r]);
+          o.gil = runtime.second > 0 && o.syscall >= 0 && addr >= runtime.first &&
+                  addr - runtime.first < runtime.second && o.syscall == futex_nr;
           if (has_wcpu[r]) {
             o.wait_cpu = static_cast<int16_t>(wcpu[r]);
             o.migrations = static_cast<uint16_t>(migr[r]);
@@ -856,7 +888,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     Columns cc{store::find_chunked_table("cpu_samples")};
     const uint32_t c_ts = cc["ts"], c_dur = cc["dur"], c_pid = cc["pid"], c_tid = cc["tid"],
                    c_sys = cc["syscall"], c_kernel = cc["kernel"], c_cstack = cc["stack_id"],
-                   c_cpy = cc["py_stack"];
+                   c_cpy = cc["py_stack"], c_minf = cc["min_flt"], c_majf = cc["maj_flt"];
     st = scan_chunks(
         pool, index, cc, from, ev_to, Keep::Most,
         [&](const store::Chunk& k, uint32_t r, auto& out) {
@@ -871,6 +903,10 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
           s.kernel = k.value(c_kernel, r) != 0;
           if (!k.is_null(c_cstack, r)) s.stack_id = static_cast<int32_t>(k.value(c_cstack, r));
           if (!k.is_null(c_cpy, r)) s.pystack_id = static_cast<int32_t>(k.value(c_cpy, r));
+          if (!k.is_null(c_minf, r)) {
+            s.min_flt = k.value(c_minf, r);
+            s.maj_flt = k.value(c_majf, r);
+          }
           out.push_back(s);
         },
         rows.cpu_samples);

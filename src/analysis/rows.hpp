@@ -112,6 +112,12 @@ struct OffCpuRow {
   // (holder_recorded false) a guess: the task that took the CPU when this one left.
   uint32_t holder_pid = 0, holder_tid = 0, holder_comm = 0;
   bool holder_recorded = false;
+  // Held off the CPU by its cgroup's CPU quota (CFS bandwidth throttling, ABI 9): runnable, but
+  // no task of another cgroup is to blame (TraceRows::cpu_limits says which limit).
+  bool throttled = false;
+  // Asleep in a futex inside its Python interpreter's state (_PyRuntime: offcpu.arg0 against
+  // python_processes.runtime_addr/size): waiting for the GIL (the loader decides, once).
+  bool gil = false;
   int16_t syscall = -1;  // the system call it left the CPU in; -1: none, or not recorded
   // The CPU whose run queue its runnable part began in (where it was preempted, or where its
   // wake-up queued it) and how often it moved queue meanwhile (TraceRows::wait_migrations);
@@ -168,6 +174,8 @@ struct CpuSampleRow {
   bool kernel = false;      // kernel code (a syscall, a fault, an interrupt)
   int32_t stack_id = -1;    // the user stack (--stacks); -1: none
   int32_t pystack_id = -1;  // cpu_samples.py_stack (Python processes, ABI 6); -1: none
+  // The thread's page faults so far, minor and major (ABI 9); -1: not recorded.
+  int64_t min_flt = -1, maj_flt = -1;
   int64_t end() const { return ts + dur; }
 };
 
@@ -272,6 +280,10 @@ struct TraceRows {
   // span in this window ends, its next call after the window (so that consecutive windows'
   // spans meet and no time between them is lost); a thread not named ends as usual.
   std::unordered_map<uint32_t, int64_t> span_ends;
+  // The start of the whole window a window part belongs to (explain_batched): compute_stats
+  // then also counts each process's events in fine bins from it (Stats::fine_rates). 0: not a
+  // window part.
+  int64_t rate_origin_ns = 0;
 
   std::vector<ApiMeta> apis;  // indexed by apis.id
   std::unordered_map<uint32_t, std::string> syscall_names;
@@ -288,6 +300,17 @@ struct TraceRows {
     std::string family, state, detail;
   };
   std::vector<FamilyOff> families_off;
+  // The CPU quota each traced process ran under (table cpu_limits): the tightest cgroup limit
+  // over its cgroup's ancestors; absent: none, or a file from before the table.
+  struct CpuLimit {
+    std::string cgroup;
+    int64_t quota_us = 0, period_us = 0;
+    int version = 0;
+    double cpus() const { return period_us > 0 ? static_cast<double>(quota_us) / period_us : 0; }
+  };
+  std::unordered_map<uint32_t, CpuLimit> cpu_limits;
+  // Where each Python process's interpreter state (_PyRuntime) lies: [addr, addr + size).
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> python_runtime;
   // A flight recorder's file (trace --keep / --max-size, table `retention`): every event that
   // ended at or after window_start_ns is in the file; `events` older ones were aged out.
   struct AgedOut {

@@ -226,7 +226,86 @@ std::optional<RateSeries> rate_series(const TraceRows& rows, const Joins& joins,
   return s;
 }
 
+// A window part's counts of one process's calls in fine bins: the calls that start in the part's
+// window, and in the first window also those that started before the whole window (one analysis
+// of the whole reads them too): each call counted in exactly one part.
+FineRates fine_rates(const TraceRows& rows, const Joins& joins, const std::vector<size_t>& threads,
+                     uint32_t pid) {
+  FineRates f;
+  f.pid = pid;
+  const int64_t origin = rows.rate_origin_ns, from = rows.window.start_ns, to = rows.window.end_ns;
+  const bool first = from <= origin;
+  auto mine = [&](int64_t ts) { return ts < to && (ts >= from || first); };
+  auto bin = [&](int64_t ts) {  // floor division: a call may start before the origin
+    const int64_t d = ts - origin;
+    return d >= 0 ? d / FineRates::kFineNs : -((-d + FineRates::kFineNs - 1) / FineRates::kFineNs);
+  };
+  for (size_t k : threads) {
+    const ThreadSummary& t = joins.threads[k];
+    for (size_t c = t.call_begin; c < t.call_end; ++c) {
+      const CallRow& r = rows.calls[c];
+      if (!mine(r.ts)) continue;
+      for (FineRates::Counts* n : {&f.calls, is_launch(r) ? &f.launches : nullptr}) {
+        if (!n) continue;
+        n->lo = std::min(n->lo, r.ts);
+        n->hi = std::max(n->hi, r.ts);
+        ++n->total;
+      }
+    }
+  }
+  for (FineRates::Counts* n : {&f.calls, &f.launches}) {
+    if (n->total == 0) continue;
+    n->first_bin = bin(n->lo);
+    n->bins.assign(static_cast<size_t>(bin(n->hi) - n->first_bin + 1), 0);
+  }
+  for (size_t k : threads) {
+    const ThreadSummary& t = joins.threads[k];
+    for (size_t c = t.call_begin; c < t.call_end; ++c) {
+      const CallRow& r = rows.calls[c];
+      if (!mine(r.ts)) continue;
+      const int64_t b = bin(r.ts);
+      ++f.calls.bins[static_cast<size_t>(b - f.calls.first_bin)];
+      if (is_launch(r)) ++f.launches.bins[static_cast<size_t>(b - f.launches.first_bin)];
+    }
+  }
+  return f;
+}
+
 }  // namespace
+
+std::optional<RateSeries> rates_from_fine(const std::vector<const FineRates*>& parts,
+                                          int64_t origin_ns, double min_drop) {
+  uint64_t launches = 0, calls = 0;
+  for (const FineRates* p : parts) {
+    launches += p->launches.total;
+    calls += p->calls.total;
+  }
+  // rate_series()'s choice: launches when there are 20, else calls, else none.
+  const bool use_launches = launches >= 20;
+  if (!use_launches && calls < 20) return std::nullopt;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const FineRates* p : parts) {
+    const FineRates::Counts& n = use_launches ? p->launches : p->calls;
+    if (n.total == 0) continue;
+    lo = std::min(lo, n.lo);
+    hi = std::max(hi, n.hi);
+  }
+  RateSeries s = empty_rate_series(origin_ns, lo, hi);
+  for (const FineRates* p : parts) {
+    const FineRates::Counts& n = use_launches ? p->launches : p->calls;
+    for (size_t i = 0; i < n.bins.size(); ++i) {
+      if (n.bins[i] == 0) continue;
+      // The bin's start: inside one interval, as every interval is whole bins from the origin.
+      const int64_t t = origin_ns + (n.first_bin + static_cast<int64_t>(i)) * FineRates::kFineNs;
+      if (t < s.start_ns) continue;  // before the window: the Counter ignores them too
+      const auto k = static_cast<size_t>((t - s.start_ns) / s.interval_ns);
+      if (k < s.counts.size()) s.counts[k] += n.bins[i];
+    }
+  }
+  s.what = use_launches ? "launches" : "calls";
+  s.drop = rate_drop_of(s, min_drop);
+  return s;
+}
 
 double RateSeries::rate(size_t i) const {
   return covered_ns[i] > 0 ? counts[i] * 1e9 / static_cast<double>(covered_ns[i]) : 0.0;
@@ -388,6 +467,13 @@ Stats compute_stats(const TraceRows& rows, const Joins& joins, double min_drop) 
       st.rates[i] = std::move(*s);
     }
   });
+  if (rows.rate_origin_ns != 0) {
+    st.fine_rates.resize(st.processes.size());
+    parallel_for(st.processes.size(), [&](size_t i) {
+      const uint32_t pid = st.processes[i].pid;
+      st.fine_rates[i] = fine_rates(rows, joins, threads_of.at(pid), pid);
+    });
+  }
   // Processes with too few calls for a rate leave an empty slot.
   st.rates.erase(std::remove_if(st.rates.begin(), st.rates.end(),
                                 [](const RateSeries& s) { return s.counts.empty(); }),

@@ -83,6 +83,21 @@ struct RateSeries {
   };
 };
 
+// A window part's event counts in fine bins (kFineNs) from the whole window's start, per process
+// (explain_batched.hpp): the windows' bins add up to exactly the counts one analysis of the whole
+// window has in each of its intervals (all are multiples of kFineNs from the same start), so the
+// whole span's rate series, and whether its rate dropped, is the same either way.
+struct FineRates {
+  static constexpr int64_t kFineNs = 10'000'000;  // choose_interval()'s smallest step
+  uint32_t pid = 0;
+  struct Counts {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;  // first and last counted event time
+    int64_t first_bin = 0;                   // bins[0] is bin first_bin from the origin
+    std::vector<uint32_t> bins;
+    uint64_t total = 0;
+  } launches, calls;  // kernel and graph launches; every call
+};
+
 struct Stats {
   uint64_t calls = 0;
   std::vector<OpStats> ops;  // whole window, most total time first
@@ -91,7 +106,14 @@ struct Stats {
   std::vector<std::pair<uint16_t, DurHistogram>> op_hists;
   std::vector<ProcessStats> processes;  // most calls first
   std::vector<RateSeries> rates;        // one per process with enough events
+  // Window parts only (TraceRows::rate_origin_ns set): every process's fine counts.
+  std::vector<FineRates> fine_rates;
 };
+
+// The whole window's rate series of one process from its window parts' fine counts, as
+// rate_series() makes it from all the calls at once; nullopt with too few events for a rate.
+std::optional<RateSeries> rates_from_fine(const std::vector<const FineRates*>& parts,
+                                          int64_t origin_ns, double min_drop);
 
 // The orders Stats keeps: operations by total time (ties by name), processes by calls (ties by
 // pid).

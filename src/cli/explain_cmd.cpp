@@ -71,7 +71,7 @@ int run_explain(const ExplainFlags& f) {
     return write_html(*file.value(), analysis::audit(std::move(rows.value())), f.html);
   }
   auto analysed =
-      analysis::explain_file(*file.value(), {window.value(), f.window.pids}, f.batch_rows);
+      analysis::explain_steady_state(*file.value(), {window.value(), f.window.pids}, f.batch_rows);
   if (!analysed) return fail(analysed.error().line(), analysed.error().exit_code);
   const analysis::Report& report = analysed.value();
   timer.lap("load and analyze");

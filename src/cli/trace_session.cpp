@@ -437,7 +437,8 @@ void TraceSession::find_python(uint32_t pid) {
                  p->why_not);
   std::lock_guard lock(rec_->mu());
   (void)rec_->writer().add_python_process(
-      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not, layout_ns});
+      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not, layout_ns,
+       p->runtime_addr, p->runtime_size});
 }
 
 // Writer thread, with the recorder's lock held: the Python frames named since the last batch.

@@ -12,6 +12,7 @@
 
 #include "catalog/api_catalog.hpp"
 #include "core/result.hpp"
+#include "discover/cpu_limit.hpp"
 
 namespace gpuwhy::discover {
 
@@ -132,6 +133,7 @@ struct ProcessInfo {
   std::string exe;
   std::string cmdline;       // arguments joined by spaces
   std::string cgroup;        // first line of /proc/PID/cgroup, path part
+  std::optional<CpuLimit> cpu_limit;  // the tightest CPU quota over its cgroup's ancestors
   int64_t start_ns = 0;      // wall-clock ns
   uint64_t start_ticks = 0;  // stat field 22 as read: stable, so (pid, start_ticks) is an identity
 };

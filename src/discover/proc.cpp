@@ -162,6 +162,7 @@ Result<ProcessInfo> read_process(uint32_t pid) {
     const size_t c2 = c1 == std::string_view::npos ? c1 : first.find(':', c1 + 1);
     if (c2 != std::string_view::npos) info.cgroup = std::string(first.substr(c2 + 1));
   }
+  info.cpu_limit = read_cpu_limit(pid);
   return info;
 }
 

@@ -40,6 +40,10 @@ struct PythonProcess {
   gw_py_layout layout{};    // for the BPF map (supported only)
   PyCodeLayout code{};
   uint64_t code_type = 0;   // address of PyCode_Type: a code object's ob_type
+  // Where the interpreter's state `_PyRuntime` lies in the process (its symbol's size): the GIL
+  // and its condition variables are inside it on every CPython, so a futex wait there is a wait
+  // for the interpreter (explain's Gil bucket). 0: not found.
+  uint64_t runtime_addr = 0, runtime_size = 0;
 };
 
 // The CPython of process `pid`: nullopt when it runs none (no libpython mapped, an executable

@@ -182,6 +182,8 @@ std::optional<PythonProcess> find_python(uint32_t pid) {
     }
     p.code_type = code_type ? bias + code_type->vaddr : 0;
     const uint64_t runtime_addr = bias + runtime->vaddr;
+    p.runtime_addr = runtime_addr;
+    p.runtime_size = runtime->size;
 
     if (p.minor_hex >= k310 && p.minor_hex <= k312) {
       p.layout = *builtin_py_layout(p.minor_hex);

@@ -16,6 +16,7 @@ using json = nlohmann::ordered_json;
 json task_json(const Task& t) {
   json j{{"pid", t.pid}, {"comm", t.comm}};
   if (t.tid != 0) j["tid"] = t.tid;
+  if (!t.cgroup.empty()) j["cgroup"] = t.cgroup;
   return j;
 }
 

@@ -32,7 +32,7 @@ Result<ojson> explain_report(const ServerOptions& options, const json& args) {
   if (!window) return Error{as_arguments(window.error().line())};
   auto file = open_trace(options);
   if (!file) return file.error();
-  auto report = analysis::explain_file(*file.value(), {window.value(), pids});
+  auto report = analysis::explain_steady_state(*file.value(), {window.value(), pids});
   if (!report) return Error{as_arguments(report.error().line())};
   return render::explain_json(report.value());
 }

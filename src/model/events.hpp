@@ -52,6 +52,8 @@ struct OffCpu {
   int32_t wait_cpu = -1;     // the CPU whose run queue it first waited in; -1: not recorded
   uint16_t migrations = 0;   // moves to another run queue while waiting (WaitMigrate each)
   uint16_t cpus_allowed = 0;  // how many CPUs it may run on (0: not recorded)
+  bool throttled = false;     // held off the CPU by its cgroup's CPU quota (ABI 9)
+  uint64_t arg0 = 0;  // the first argument of `syscall` (a futex's address, a descriptor; ABI 9)
 };
 
 // A task's run on a CPU while a traced thread waited for that CPU: [ts, ts + dur) on `cpu`, the
@@ -136,6 +138,8 @@ struct CpuSample {
   int32_t stack_id = -1;  // the user stack (--stacks), -1: none
   uint64_t py_key = 0;    // the thread's Python stack's key in the kernel's map, 0: none
   int32_t py_stack_id = -1;  // python_frames.py_stack_id, given by the reader; -1: none
+  // The thread's minor and major page faults so far (ABI 9; 0: an older agent).
+  uint64_t min_flt = 0, maj_flt = 0;
 };
 
 // A GPU runtime library was mapped by a process: discovery should look at it.

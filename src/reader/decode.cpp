@@ -139,6 +139,8 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
       e.wait_cpu = r.wait_cpu == GW_NO_CPU ? -1 : r.wait_cpu;
       e.migrations = r.migrations;
       e.cpus_allowed = r.cpus_allowed;
+      e.throttled = r.throttled != 0;
+      e.arg0 = r.arg0;
       out = std::move(e);
       return DecodeStatus::Ok;
     }
@@ -226,6 +228,8 @@ DecodeStatus decode_record(const void* data, size_t size, const ClockConverter& 
                       r.kernel != 0,
                       r.stack_id,
                       r.py_stack};
+      std::get<CpuSample>(out).min_flt = r.min_flt;
+      std::get<CpuSample>(out).maj_flt = r.maj_flt;
       return DecodeStatus::Ok;
     }
     case GW_EV_RECLAIM: {

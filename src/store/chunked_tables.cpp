@@ -13,11 +13,13 @@ constexpr std::array<std::string_view, 19> kApiCalls = {
     "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
     "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags",
     "py_stack"};
-constexpr std::array<std::string_view, 20> kOffCpu = {
+// `throttled`, `arg0`: appended with ABI 9 (1: held off the CPU by its cgroup's CPU quota; the
+// first argument of the syscall it slept in).
+constexpr std::array<std::string_view, 22> kOffCpu = {
     "ts",         "dur",        "runq",       "pid",        "tid",         "cpu",
     "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",
     "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall",
-    "wait_cpu",   "migrations"};
+    "wait_cpu",   "migrations", "throttled",  "arg0"};
 // `request`: appended with ABI 7, the request of an ioctl on the GPU driver's device files (the
 // driver_ioctls family), NULL for every other syscall and in older files.
 constexpr std::array<std::string_view, 8> kSyscalls = {"ts", "dur", "pid",  "tid",
@@ -25,8 +27,10 @@ constexpr std::array<std::string_view, 8> kSyscalls = {"ts", "dur", "pid",  "tid
 constexpr std::array<std::string_view, 9> kBlockIo = {"ts",     "dur",   "pid", "tid",  "dev",
                                                       "sector", "bytes", "op",  "error"};
 constexpr std::array<std::string_view, 5> kReclaim = {"ts", "dur", "pid", "tid", "nr_reclaimed"};
-constexpr std::array<std::string_view, 9> kCpuSamples = {
-    "ts", "dur", "pid", "tid", "cpu", "syscall", "kernel", "stack_id", "py_stack"};
+// `min_flt`, `maj_flt`: appended with ABI 9, the thread's page faults so far.
+constexpr std::array<std::string_view, 11> kCpuSamples = {
+    "ts",     "dur",      "pid",      "tid",     "cpu",    "syscall",
+    "kernel", "stack_id", "py_stack", "min_flt", "maj_flt"};
 
 // Who held a CPU while a traced thread waited for it: chunked per CPU, not per thread (the key
 // columns pid and tid of the table spec both name `cpu`, so a chunk's pid and tid hold its CPU):

@@ -156,6 +156,10 @@ void fill_row(RowValues& r, const OffCpu& e, Interner& strings) {
   // Where it waited for the CPU (ABI 5; NULL: it was not counted waiting, or an older agent).
   r.opt(18, e.wait_cpu >= 0, e.wait_cpu);
   r.opt(19, e.wait_cpu >= 0, e.migrations);
+  // Held off by its cgroup's CPU quota (ABI 9): 1, else NULL (files before it read NULL too).
+  r.opt(20, e.throttled, 1);
+  // What it slept on (ABI 9): the syscall's first argument, NULL when it was in none.
+  r.opt(21, e.syscall >= 0, static_cast<int64_t>(e.arg0));
 }
 
 void fill_row(RowValues& r, const SyscallEvent& e, Interner&) {
@@ -204,6 +208,12 @@ void fill_row(RowValues& r, const CpuSample& e, Interner&) {
   r.set(6, e.kernel ? 1 : 0);
   r.opt(7, e.stack_id >= 0, e.stack_id);
   r.opt(8, e.py_stack_id >= 0, e.py_stack_id);
+  // Page faults so far (ABI 9): stored as the kernel counts them, cumulative per thread; NULL
+  // from an agent that did not read them (a thread that runs has faulted by then: both 0 is an
+  // older agent).
+  const bool faults = e.min_flt != 0 || e.maj_flt != 0;
+  r.opt(9, faults, static_cast<int64_t>(e.min_flt));
+  r.opt(10, faults, static_cast<int64_t>(e.maj_flt));
 }
 
 void fill_row(RowValues& r, const CpuRun& e, Interner& strings) {

@@ -71,6 +71,7 @@ struct PythonProcessRow {
   bool supported = false;
   std::string detail;
   int64_t layout_ns = 0;  // when the probes got its layout (events' wall clock); 0: never (NULL)
+  uint64_t runtime_addr = 0, runtime_size = 0;  // _PyRuntime in the process; 0: not found
 };
 
 struct LossCount {

@@ -54,7 +54,7 @@ struct TraceWriter::Impl {
     tables.reset();
     strings.reset();
     for (Stmt* st : {&begin, &commit, &rollback, &session_commit, &lib_insert, &lib_id, &lib_probe,
-                     &lib_counts, &proc_upsert, &thread_update, &thread_insert, &thread_cpus, &loss_clear,
+                     &lib_counts, &proc_upsert, &cpu_limit_upsert, &thread_update, &thread_insert, &thread_cpus, &loss_clear,
                      &loss_insert, &count_clear, &count_insert})
       *st = Stmt();
     sqlite3_close_v2(db);
@@ -68,8 +68,8 @@ struct TraceWriter::Impl {
   std::optional<Interner> strings;
   Stmt begin, commit, rollback, session_commit;
   // Metadata statements, prepared on first use.
-  Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, thread_update, thread_insert,
-      thread_cpus;
+  Stmt lib_insert, lib_id, lib_probe, lib_counts, proc_upsert, cpu_limit_upsert, thread_update,
+      thread_insert, thread_cpus;
   Stmt loss_clear, loss_insert, count_clear, count_insert;
   std::atomic<uint64_t> failed_events = 0;  // rows and events lost to failed transactions
   bool finished = false;
@@ -445,7 +445,8 @@ Status TraceWriter::add_python_process(const PythonProcessRow& p) {
   Impl& m = *impl_;
   auto s = Stmt::prepare(m.db,
                          "INSERT OR REPLACE INTO python_processes(pid, interpreter, version, "
-                         "supported, detail, layout_ns) VALUES (?,?,?,?,?,?)",
+                         "supported, detail, layout_ns, runtime_addr, runtime_size) "
+                         "VALUES (?,?,?,?,?,?,?,?)",
                          "writing python_processes");
   if (!s) return s.error();
   s->i64(1, p.pid);
@@ -454,6 +455,10 @@ Status TraceWriter::add_python_process(const PythonProcessRow& p) {
   s->i64(4, p.supported ? 1 : 0);
   s->text_or_null(5, p.detail);
   if (p.layout_ns > 0) s->i64(6, p.layout_ns);
+  if (p.runtime_size > 0) {
+    s->i64(7, static_cast<int64_t>(p.runtime_addr));
+    s->i64(8, static_cast<int64_t>(p.runtime_size));
+  }
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing python_processes");
 }
 
@@ -479,7 +484,19 @@ Status TraceWriter::upsert_process(const discover::ProcessInfo& p, int64_t first
   s->text_or_null(6, p.cmdline);
   s->text_or_null(7, p.cgroup);
   s->i64(8, first_seen_ns);
-  return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing processes");
+  if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing processes");
+  if (!p.cpu_limit) return Status{};
+  Stmt* l = cached(m.db, m.cpu_limit_upsert,
+                   "INSERT OR REPLACE INTO cpu_limits(pid, cgroup, quota_us, period_us, version) "
+                   "VALUES (?,?,?,?,?)",
+                   err);
+  if (!l) return err;
+  l->i64(1, p.pid);
+  l->text(2, p.cpu_limit->cgroup);
+  l->i64(3, p.cpu_limit->quota_us);
+  l->i64(4, p.cpu_limit->period_us);
+  l->i64(5, p.cpu_limit->version);
+  return l->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing cpu_limits");
 }
 
 Status TraceWriter::upsert_thread(uint32_t pid, uint32_t tid, const std::string& comm,

@@ -58,15 +58,20 @@ struct TracedScenario {
   nlohmann::json report;
 };
 
+// `wrap`: a command line the workload's is appended to (`sh -c '...; exec "$@"' sh`): how a test
+// starts it the way a container runtime would, inside a cgroup.
 inline void trace_scenario(const TempDir& dir, const std::string& scenario,
                            const std::vector<std::string>& args,
-                           const std::vector<std::string>& flags, TracedScenario& out) {
+                           const std::vector<std::string>& flags, TracedScenario& out,
+                           const std::vector<std::string>& wrap = {}) {
   out.db = dir.file("t.db");
   std::vector<std::string> agent_flags = {"--no-host-libs"};
   agent_flags.insert(agent_flags.end(), flags.begin(), flags.end());
   Agent agent(out.db, agent_flags, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
-  std::vector<std::string> argv = {workload("sim_train"), "--scenario", scenario};
+  std::vector<std::string> argv = wrap;
+  for (const std::string& a : {workload("sim_train"), std::string("--scenario"), scenario})
+    argv.push_back(a);
   argv.insert(argv.end(), args.begin(), args.end());
   // The process loads the runtime, waits, then starts: the probes reach it before step one.
   out.workload = run(argv, {{"GW_START_DELAY_MS", "300"}});

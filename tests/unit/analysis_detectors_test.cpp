@@ -243,7 +243,8 @@ TEST(AnalysisDetectors, AutogradHandOverIsNotALock) {
 }
 
 // A program traced from its start: seconds without GPU work before its first step (importing,
-// building the model) are start-up, and the gpu_idle chain says so and where the steps begin.
+// building the model) are start-up, a finding of its own that says where the steps begin,
+// graded LOW and ranked after the steady state's.
 TEST(AnalysisDetectors, GpuIdleAtStartUpIsNamedAsSuch) {
   RowsBuilder b(12'000);
   b.process(kTrainer, "python3");
@@ -251,9 +252,11 @@ TEST(AnalysisDetectors, GpuIdleAtStartUpIsNamedAsSuch) {
   b.call(kTrainer, kTrainer, "cudaMemcpy", 101, 300 * kUs, 1 << 20, 1, 0x10000, 0x7f0000001000);
   train(b, 6'000, 10'000, 10, 9);  // steps from +6 s: the GPU busy 9 ms in 10
   const Report r = analyze(b.build());
-  const Chain* c = find(r, "gpu_idle");
+  const Chain* c = find(r, "start_up");
   ASSERT_NE(c, nullptr) << kinds(r);
   EXPECT_EQ(c->title, "GPU idle during start-up");
+  EXPECT_EQ(c->severity, Severity::Low);
+  EXPECT_EQ(r.chains.back().kind, "start_up") << kinds(r);
   EXPECT_NE(c->fix.find("--from 6.0"), std::string::npos) << c->fix;
   bool said = false;
   for (const Evidence& e : c->evidence)
@@ -814,7 +817,7 @@ TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {
     EXPECT_TRUE(kinds.insert(d.kind).second) << d.kind;
     EXPECT_NE(d.run, nullptr);
   }
-  EXPECT_EQ(kinds.size(), 10u);
+  EXPECT_EQ(kinds.size(), 13u);
 }
 
 }  // namespace

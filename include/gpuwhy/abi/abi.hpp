@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 8);
+static_assert(GW_ABI_VERSION == 9);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);
@@ -26,7 +26,8 @@ static_assert(offsetof(gw_api_call, ret) == 96);
 static_assert(offsetof(gw_api_call, out) == 104);
 static_assert(offsetof(gw_api_call, api) == 112);
 static_assert(offsetof(gw_api_call, stack_id) == 116);
-static_assert(sizeof(gw_offcpu) == 136);
+static_assert(sizeof(gw_offcpu) == 144);
+static_assert(offsetof(gw_offcpu, arg0) == 136);
 static_assert(offsetof(gw_offcpu, wait_cpu) == 128);
 static_assert(offsetof(gw_offcpu, cpus_allowed) == 132);
 static_assert(offsetof(gw_offcpu, syscall) == 98);
@@ -42,7 +43,9 @@ static_assert(sizeof(gw_syscall) == 24 + 32);
 static_assert(sizeof(gw_block_io) == 24 + 32);
 static_assert(sizeof(gw_tcp_retrans) == 24 + 40);
 static_assert(sizeof(gw_reclaim) == 24 + 16);
-static_assert(sizeof(gw_cpu_sample) == 24 + 24);
+static_assert(sizeof(gw_cpu_sample) == 24 + 40);
+static_assert(offsetof(gw_cpu_sample, min_flt) == 48);
+static_assert(offsetof(gw_offcpu, throttled) == 97);
 static_assert(offsetof(gw_cpu_sample, py_stack) == 40);
 static_assert(offsetof(gw_cpu_sample, syscall) == 32);
 static_assert(offsetof(gw_cpu_sample, stack_id) == 36);

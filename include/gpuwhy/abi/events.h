@@ -14,7 +14,7 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 8
+#define GW_ABI_VERSION 9
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -141,7 +141,9 @@ struct gw_offcpu {
 	char next_comm[GW_COMM_LEN];
 	char waker_comm[GW_COMM_LEN];
 	__u8 preempted;             /* 1: involuntary (runnable when switched out) */
-	__u8 pad;
+	/* 1: held off the CPU by its cgroup's CPU quota (CFS bandwidth), runnable all the while:
+	 * throttled when it left the CPU, or woken into a throttled group. ABI 9. */
+	__u8 throttled;
 	/* The system call the thread was in when it left the CPU, -1 when none: what it blocked in
 	 * (futex, read, ioctl...), known without the syscall tracepoints and their host-wide cost.
 	 * ABI 3. */
@@ -160,6 +162,10 @@ struct gw_offcpu {
 	/* task->nr_cpus_allowed at switch-in: how many CPUs it may run on. */
 	__u16 cpus_allowed;
 	__u16 pad3;
+	/* The first argument of the system call it left the CPU in (`syscall`), from its saved user
+	 * registers: a futex's address, a descriptor; 0 when in none. What a sleep waited on: the
+	 * futex of a Python interpreter's GIL lies inside the interpreter's state. ABI 9. */
+	__u64 arg0;
 };
 
 #define GW_NO_CPU 0xffff
@@ -285,6 +291,10 @@ struct gw_cpu_sample {
 	 * process whose layout is known, a thread that runs no Python, or trace --no-python. What a
 	 * thread that is not the one waiting (a data loader, a lock holder) was doing in Python. ABI 6. */
 	__u64 py_stack;
+	/* The thread's page faults so far (task_struct min_flt / maj_flt): the difference between
+	 * two samples of a thread is the faults it took between them. ABI 9. */
+	__u64 min_flt;
+	__u64 maj_flt;
 };
 
 /* ---- loss and health counters (per-CPU array map "gw_counters") ------------------------------ */

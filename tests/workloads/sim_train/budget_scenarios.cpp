@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,7 +34,8 @@ namespace {
 constexpr uint64_t kUs = 1000, kMs = 1'000'000;
 
 constexpr const char* kNames[] = {"loader-pipe",     "step-sleep",       "straggler-host",
-                                  "contention-sync", "renamed-corunner", "autograd-handoff"};
+                                  "contention-sync", "renamed-corunner", "autograd-handoff",
+                                  "cpu-quota",       "fault-churn"};
 
 constexpr const char* kUsage =
     "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
@@ -49,6 +51,8 @@ constexpr const char* kUsage =
     "  renamed-corunner: [--cpu N (0)] [--corunner-name NAME (shard-prefetch)]\n"
     "                    [--host-us N (3000)]   (steps 200, gpu 2000)\n"
     "  autograd-handoff: [--host-us N (1500)] [--prep-us N (200)]   (steps 180, gpu 6000)\n"
+    "  cpu-quota: [--cgroup DIR] [--cpu N (0)] [--host-us N (4000)]   (steps 150, gpu 2000)\n"
+    "  fault-churn: [--fault-mib N (64)] [--reuse 1]   (steps 60, gpu 3000)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
 
 // Per-scenario defaults: each run takes about 1.5 s on an idle machine.
@@ -61,15 +65,16 @@ struct Defaults {
 constexpr Defaults kDefaults[] = {
     {"loader-pipe", 120, 4000, 0},         {"step-sleep", 150, 8000, 0},
     {"straggler-host", 50, 4000, 3000},    {"contention-sync", 180, 6000, 1500},
-    {"renamed-corunner", 200, 2000, 3000}, {"autograd-handoff", 180, 6000, 1500}};
+    {"renamed-corunner", 200, 2000, 3000}, {"autograd-handoff", 180, 6000, 1500},
+    {"cpu-quota", 150, 2000, 4000},        {"fault-churn", 60, 3000, 0}};
 
 BudgetSettings parse(int argc, char** argv) {
   const Args args(
       argc, argv,
-      {"scenario",     "steps",         "gpu-us",        "wait-file", "loader-ms",   "batch-kib",
-       "sleep-us",     "sleep-kind",    "ranks",         "rank",      "nccl-id",     "host-ms",
-       "straggler-ms", "straggle-rank", "grad-mib",      "cpu",       "hog-threads", "host-us",
-       "prep-us",      "corunner-name", "busy-neighbour"},
+      {"scenario",     "steps",         "gpu-us",         "wait-file", "loader-ms",   "batch-kib",
+       "sleep-us",     "sleep-kind",    "ranks",          "rank",      "nccl-id",     "host-ms",
+       "straggler-ms", "straggle-rank", "grad-mib",       "cpu",       "hog-threads", "host-us",
+       "prep-us",      "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse"},
       {}, kUsage);
   BudgetSettings s;
   s.scenario = args.str("scenario", "");
@@ -109,6 +114,9 @@ BudgetSettings parse(int argc, char** argv) {
   s.corunner_name = args.str("corunner-name", "shard-prefetch");
   if (s.corunner_name.empty() || s.corunner_name.size() > 15)
     args.fail("--corunner-name must be 1..15 characters (a comm)");
+  s.cgroup = args.str("cgroup", "");
+  s.fault_bytes = args.u64("fault-mib", 64) << 20;
+  s.reuse = args.u64("reuse", 0) != 0;
   wait_for_start(args, 0);
   return s;
 }
@@ -411,6 +419,90 @@ int autograd_handoff(const BudgetSettings& s) {
   return 0;
 }
 
+// The group's throttled time so far, ns, from its cpu.stat: v1 "throttled_time" (ns), v2
+// "throttled_usec".
+uint64_t cgroup_throttled_ns(const std::string& dir) {
+  FILE* f = std::fopen((dir + "/cpu.stat").c_str(), "r");
+  if (!f) return 0;
+  char key[64];
+  unsigned long long v = 0, ns = 0;
+  while (std::fscanf(f, "%63s %llu", key, &v) == 2) {
+    if (std::strcmp(key, "throttled_time") == 0) ns = v;
+    if (std::strcmp(key, "throttled_usec") == 0) ns = v * 1000;
+  }
+  std::fclose(f);
+  return ns;
+}
+
+// A container's CPU limit on a host-bound step: the trainer collates the next batch on the CPU
+// while the GPU runs the step, then syncs. The process is started in the cgroup --cgroup names
+// (as a container is), which only says where to read the truth; it runs on one CPU (--cpu), so
+// the group's throttled time is the trainer's: nothing else of it runs meanwhile.
+int cpu_quota(const BudgetSettings& s) {
+  pin_this_thread(s.cpu);  // before any thread: they inherit it
+  uint64_t throttled = 0;
+  const TrainerTruth t = run_trainer(s, s.cpu, [&](StepGpu& gpu, TrainerTruth& tt) {
+    const uint64_t t0 = s.cgroup.empty() ? 0 : cgroup_throttled_ns(s.cgroup);
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      gpu.upload();
+      gpu.forward();
+      collate_batch(s.host_ns);
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+    }
+    if (!s.cgroup.empty()) throttled = cgroup_throttled_ns(s.cgroup) - t0;
+  });
+  print_line(summary(s, t)
+                 .str("cgroup", s.cgroup)
+                 .num("throttled_ns", throttled)
+                 .real("throttled_share", t.share(throttled)));
+  return 0;
+}
+
+// Builds one batch in `buf`: writes every page (the first write to a fresh page is a fault).
+__attribute__((noinline)) void fill_batch(char* buf, uint64_t bytes, uint64_t step) {
+  for (uint64_t off = 0; off < bytes; off += 4096) buf[off] = static_cast<char>(step + off);
+}
+
+// A collate step that builds every batch in new memory: malloc of a large size is an mmap, its
+// free a munmap, so each step's first writes fault every page in again (the kernel zeroing
+// them): 16,384 faults per 64 MiB step (above 32 MiB glibc never keeps a freed block). With --reuse
+// the buffer is allocated once.
+int fault_churn(const BudgetSettings& s) {
+  uint64_t touch = 0;
+  uint64_t faults = 0;
+  // Reused, the buffer is faulted in once, before the trainer's first GPU call.
+  char* kept = s.reuse ? static_cast<char*>(std::malloc(s.fault_bytes)) : nullptr;
+  if (kept) fill_batch(kept, s.fault_bytes, 0);
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+    rusage r0{};
+    getrusage(RUSAGE_THREAD, &r0);
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      // On the CPU, not wall time: a preemption while touching is not the kernel's work.
+      const uint64_t z0 = gwsim::thread_cpu_ns();
+      char* buf = kept ? kept : static_cast<char*>(std::malloc(s.fault_bytes));
+      if (!buf) std::abort();
+      fill_batch(buf, s.fault_bytes, i);
+      touch += gwsim::thread_cpu_ns() - z0;
+      gpu.upload();
+      gpu.forward();
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+      if (!kept) std::free(buf);
+    }
+    rusage r1{};
+    getrusage(RUSAGE_THREAD, &r1);
+    faults = static_cast<uint64_t>(r1.ru_minflt - r0.ru_minflt);
+  });
+  std::free(kept);
+  print_line(summary(s, t)
+                 .num("reuse", s.reuse ? 1 : 0)
+                 .num("touch_ns", touch)
+                 .real("touch_share", t.share(touch))
+                 .num("minor_faults", faults));
+  return 0;
+}
+
 }  // namespace
 
 bool is_budget_scenario(int argc, char** argv) {
@@ -431,6 +523,8 @@ int run_budget_scenario(int argc, char** argv) {
   }
   if (s.scenario == "contention-sync") return contention_sync(s);
   if (s.scenario == "autograd-handoff") return autograd_handoff(s);
+  if (s.scenario == "cpu-quota") return cpu_quota(s);
+  if (s.scenario == "fault-churn") return fault_churn(s);
   return renamed_corunner(s);
 }
 

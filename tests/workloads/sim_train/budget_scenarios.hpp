@@ -20,6 +20,16 @@
 //                     refill gaps after the read-back (refill_ns, refill_share).
 //   renamed-corunner  a fork()ed child that renames itself (--corunner-name) competes for
 //                     --cpu with "trainer". Truth: corunner_pid, runq_ns, runq_share.
+//   cpu-quota         "trainer" collates each batch on the CPU (--host-us) while the GPU runs
+//                     (--gpu-us), then syncs. Started inside a cgroup with a CPU quota (v1 cpu
+//                     or v2, made by the test as a container runtime would), named by --cgroup
+//                     DIR, the quota throttles the trainer. Truth: the group's throttled time
+//                     from DIR/cpu.stat (throttled_ns, throttled_share).
+//   fault-churn       each step builds its batch in freshly allocated memory (--fault-mib, one
+//                     malloc and free per step: above glibc's largest mmap threshold, an mmap the
+//                     kernel faults in page by page), then its kernels and a sync; --reuse 1
+//                     allocates once. Truth: the CPU time touching the new memory (touch_ns,
+//                     touch_share) and the minor faults.
 //
 // Every share is of the trainer's span: its first GPU call to the end of its last.
 #pragma once
@@ -49,6 +59,9 @@ struct BudgetSettings {
   int cpu = 0;  // contention-sync, renamed-corunner: the CPU trainer and co-runner share
   int hog_threads = 1;
   std::string corunner_name;
+  std::string cgroup;        // cpu-quota: the cgroup directory it runs in ("": none)
+  uint64_t fault_bytes = 0;  // fault-churn: the memory a step touches
+  bool reuse = false;        // fault-churn: one allocation for every step
 };
 
 // Whether argv asks for one of these scenarios.

@@ -393,10 +393,10 @@ std::optional<PythonProcess> find_python(uint32_t pid) {
         p.code = got->second;
         p.supported = true;
         p.layout_from = "_Py_DebugOffsets";
-        if (p.free_threaded) p.version += "t";
       } else {
         p.why_not = got.error().what;
       }
+      if (p.free_threaded) p.version += "t";  // as CPython names the build: 3.14.0t
     } else {
       p.why_not = "Python " + (p.version.empty() ? std::string("of unknown version") : p.version) +
                   " is not supported (3.10 to 3.14 are)";

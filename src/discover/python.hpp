@@ -145,7 +145,14 @@ class PythonNamer {
     int firstlineno = 0;
     uint64_t units = 0;      // 3.11+: instructions (code units) in the object; 0: not known
     uint64_t code_type = 0;  // the process image's PyCode_Type when read: an exec starts anew
+    // What the object pointed at when read: a code object made later at the same address (code
+    // compiled and dropped again and again, exec'd or generated) points elsewhere.
+    uint64_t file_ptr = 0, name_ptr = 0, table_ptr = 0;
   };
+  // Whether the code object at `addr` is still the one `c` was read from; false only when a
+  // code object there now points at other names or another line table (a freed object, no
+  // longer readable or no longer a code object, keeps its name: the frame ran it).
+  bool same_code(const PythonProcess& p, uint64_t addr, const Code& c);
   std::optional<PythonProcess> process(uint32_t pid);
   Code read_code(const PythonProcess& p, uint64_t addr);
   std::string source_line(uint32_t pid, const std::string& file, int line);

@@ -115,6 +115,9 @@ PythonNamer::Code PythonNamer::read_code(const PythonProcess& p, uint64_t addr) 
   auto table = read_bytes(read_, p.pid, at<uint64_t>(head, c.linetable), c);
   if (!file || !function || !table) return code;
   code.ok = true;
+  code.file_ptr = at<uint64_t>(head, c.filename);
+  code.name_ptr = at<uint64_t>(head, c.name);
+  code.table_ptr = at<uint64_t>(head, c.linetable);
   code.file = std::move(*file);
   code.function = std::move(*function);
   code.linetable = std::move(*table);
@@ -148,6 +151,18 @@ std::string PythonNamer::source_line(uint32_t pid, const std::string& file, int 
   return trim(it->second[static_cast<size_t>(line) - 1]);
 }
 
+bool PythonNamer::same_code(const PythonProcess& p, uint64_t addr, const Code& code) {
+  const PyCodeLayout& c = p.code;
+  uint8_t head[kCodeHead];
+  const size_t head_size = code_head_size(c);
+  if (!code.ok || head_size > sizeof(head) || !read_(p.pid, addr, head, head_size)) return true;
+  if (at<uint64_t>(head, c.ob_type) != p.code_type) return true;
+  return at<uint64_t>(head, c.filename) == code.file_ptr &&
+         at<uint64_t>(head, c.name) == code.name_ptr &&
+         at<uint64_t>(head, c.linetable) == code.table_ptr &&
+         at<int32_t>(head, c.firstlineno) == code.firstlineno;
+}
+
 PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
   PyFrameName out;
   auto p = process(pid);
@@ -156,7 +171,8 @@ PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
   auto it = codes_.find(key);
   if (it == codes_.end())
     it = codes_.emplace(key, read_code(*p, code_addr)).first;
-  else if (it->second.code_type != p->code_type)  // the pid's program was replaced (exec)
+  else if (it->second.code_type != p->code_type ||  // the pid's program was replaced (exec)
+           !same_code(*p, code_addr, it->second))   // another code object at the address
     it->second = read_code(*p, code_addr);
   const Code& c = it->second;
   if (!c.ok) return out;

@@ -345,6 +345,38 @@ TEST(PythonLayout314, FreeThreadedThreadsEachNameTheirOwnLine) {
   EXPECT_FALSE(walk_python_thread(l->first, bad.reader(), 5).has_value());
 }
 
+// A code object compiled and dropped again and again (exec'd or generated code) is often made
+// at the address of the last one: the namer's cache by address must not give the new object
+// the old one's name. A freed object that is no code object any more keeps the name it had
+// (the frame ran it).
+TEST(PythonNamer, ACodeObjectMadeAtAReusedAddressIsReadAnew) {
+  Process p(false);
+  const uint64_t c = p.code("/srv/train.py", "gen0.step", true, 0, nullptr);
+  auto got = layout_from_debug_offsets(block_314(p.o));
+  ASSERT_TRUE(got.ok()) << got.error().line();
+  PythonNamer namer(
+      [&p](uint32_t, uint64_t a, void* out, size_t n) { return p.mem.read(a, out, n); });
+  PythonProcess proc;
+  proc.pid = 7;
+  proc.supported = true;
+  proc.layout = got->first;
+  proc.code = got->second;
+  proc.code_type = p.code_type;
+  namer.add_process(proc);
+  EXPECT_EQ(namer.name(7, c, 33).function, "gen0.step");
+  // Freed: its type word overwritten. The cached name stays.
+  p.mem.u64(c + p.o.ob_type, 0);
+  EXPECT_EQ(namer.name(7, c, 33).function, "gen0.step");
+  // Another code object at the same address: other names, another first line.
+  p.mem.u64(c + p.o.ob_type, p.code_type);
+  p.mem.u64(c + p.o.co_qual, p.str("gen1.step", true));
+  p.mem.u64(c + p.o.co_file, p.str("<gen1>", true));
+  const PyFrameName n = namer.name(7, c, 33);
+  EXPECT_EQ(n.function, "gen1.step");
+  EXPECT_EQ(n.file, "<gen1>");
+  EXPECT_EQ(n.line, 6);
+}
+
 TEST(PythonLayout314, BlocksThatAreNoLayoutAreRefused) {
   const Objects gil{false}, ft{true};
   {

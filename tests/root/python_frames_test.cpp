@@ -446,10 +446,11 @@ TEST_P(PythonFrames, ConcurrentThreadsEachNameTheirOwnLine) {
 // The probe's walk done from user space (walk_python_thread) on the live interpreter, with the
 // layout find_python gives: 3.13's from the target's _Py_DebugOffsets alone (and equal to the
 // offsets measured on 3.13.0), 3.10-3.12's from the tables. Two threads blocked in a C call
-// with the GIL released each name their own line.
+// with the GIL released each name their own line. `gpuwhy check` says the process's version,
+// that it is supported, and that it is tested on a live interpreter.
 TEST_P(PythonFrames, LiveWalkNamesEachThreadsLine) {
   const std::string file = script("sleepers.py");
-  Child py({python_, file}, dir.path);
+  Child py({python_, file, sim_dir() + "/libcudart.so.13"}, dir.path);
   json ids;
   for (int i = 0; i < 200 && ids.is_null(); ++i) {
     const std::string text = py.stdout_text();
@@ -514,6 +515,17 @@ TEST_P(PythonFrames, LiveWalkNamesEachThreadsLine) {
     EXPECT_EQ(top.line, line);
     EXPECT_EQ(top.source, source_of(file, line));
   }
+  RunResult check = run({gpuwhy_binary(), "check", "--json"});
+  const json report = json::parse(check.out);
+  bool listed = false;
+  for (const json& proc : report["processes"]) {
+    if (proc["pid"].get<int64_t>() != py.pid()) continue;
+    listed = true;
+    EXPECT_EQ(proc["python_version"], p->version);
+    EXPECT_EQ(proc["python_supported"], true);
+    EXPECT_EQ(proc["python_tested"], "tested on a live interpreter");
+  }
+  EXPECT_TRUE(listed) << check.out;
   py.stop(SIGKILL, 10);
 }
 

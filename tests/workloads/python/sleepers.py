@@ -2,12 +2,16 @@
 # Two Python threads blocked in a C call (time.sleep releases the GIL, as a GPU call does), each
 # at its own line, for the root test that walks the live interpreter's frames from user space
 # the way the probe does (tests/root/python_frames_test.cpp). Prints one JSON line with each
-# thread's ids once both sleep; ends on its own after a minute.
+# thread's ids once both sleep; ends on its own after a minute. With an argument, loads that GPU
+# runtime first (ctypes), so that `gpuwhy check` lists the process.
+import ctypes
 import json
 import sys
 import threading
 import time
 
+if len(sys.argv) > 1:
+    ctypes.CDLL(sys.argv[1])
 ready = threading.Barrier(3)
 
 

@@ -28,7 +28,11 @@
 #define GW_PY_MAX_STEPS 64   /* frames walked, shims included; GW_PY_MAX_FRAMES kept */
 #define GW_PY_NO_TSTATE 1    /* the cached "thread state": this thread has none (yet) */
 #define GW_PY_RETRY_MASK 63  /* a thread without one looks again on one call in 64 */
-#define GW_PY_OWNED_BY_CSTACK 3 /* frame owner of a 3.12+ shim frame: not Python code */
+/* Frame owners from this value on run no Python code of their own: 3.12/3.13's
+ * FRAME_OWNED_BY_CSTACK = 3 (a shim), 3.14's FRAME_OWNED_BY_INTERPRETER = 3 and
+ * FRAME_OWNED_BY_CSTACK = 4 (Include/internal/pycore_interpframe_structs.h). */
+#define GW_PY_OWNER_NOT_CODE 3
+#define GW_PY_MAX_TLBC 4096 /* 3.14t: a tlbc_index beyond this is no thread's bytecode copy */
 #define GW_PY_WINDOW 4096       /* bytes of frames read at once (3.11+), within one page */
 
 /* What a thread remembers between walks, in its task storage (gw_thread_calls, gw_py_threads). */
@@ -133,15 +137,32 @@ static __always_inline __u64 gw_py_win_u64(const struct gw_py_scratch *s, __u32 
 	return *(const __u64 *)(s->win + (off & (GW_PY_WINDOW - 1)));
 }
 
-/* One frame: copied as {code, instruction index} unless it is a C-stack shim; on to the caller.
+/* 3.14t: where the bytecode of the thread's copy starts, the one the frame's tlbc_index selects
+ * in the code object's co_tlbc array (_PyCodeArray {Py_ssize_t size; char *entries[]} in
+ * Include/internal/pycore_code.h); entries[0] is co_code_adaptive itself. 0: unreadable. */
+static __always_inline __u64 gw_py_tlbc_bytecode(const struct gw_py_walk *w, __u64 code, __s32 idx)
+{
+	__u64 arr = 0, size = 0, entry = 0;
+
+	if (idx < 0 || idx >= GW_PY_MAX_TLBC || w->l.code_tlbc == GW_PY_NONE ||
+	    bpf_probe_read_user(&arr, sizeof(arr), (void *)(code + w->l.code_tlbc)) || !arr ||
+	    bpf_probe_read_user(&size, sizeof(size), (void *)arr) || (__u64)idx >= size ||
+	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(arr + 8 + 8 * (__u64)idx)))
+		return 0;
+	return entry;
+}
+
+/* One frame: copied as {code, instruction index} unless it runs no code of its own (a shim, an
+ * incomplete frame); on to the caller.
  * Its bytes come from the window when it lies there, else from a new window ending at it. */
 static long gw_py_frame_step(__u32 i, void *arg)
 {
 	struct gw_py_walk *w = arg;
 	struct gw_py_scratch *s = gw_py_scratch_get(w->slot);
 	__u32 len = w->l.frame_read, n = w->n, base, off;
-	__u64 fp = w->fp, code, lo;
+	__u64 fp = w->fp, code, lo, bytecode;
 	__s64 instr;
+	__s32 tlbc;
 
 	if (!s || !fp)
 		return 1;
@@ -171,16 +192,30 @@ static long gw_py_frame_step(__u32 i, void *arg)
 		w->win_len = off;
 	}
 	base = fp - w->win_lo; /* the frame's bytes: win[base, base + len) */
-	code = gw_py_win_u64(s, base + w->l.frame_code);
+	/* 3.14: f_executable is a _PyStackRef whose low bits are a tag (Py_TAG_BITS). */
+	code = gw_py_win_u64(s, base + w->l.frame_code) & ~(__u64)w->l.code_tag;
 	w->fp = gw_py_win_u64(s, base + w->l.frame_prev);
 	off = w->l.frame_owner;
-	if (off < len && s->win[(base + off) & (GW_PY_WINDOW - 1)] == GW_PY_OWNED_BY_CSTACK)
-		return 0; /* a shim the C stack owns: no Python code of its own */
+	if (off < len && s->win[(base + off) & (GW_PY_WINDOW - 1)] >= GW_PY_OWNER_NOT_CODE)
+		return 0; /* a shim or the interpreter's own frame: no Python code of its own */
 	off = w->l.frame_instr;
-	if (w->l.code_adaptive == GW_PY_NONE)
+	if (w->l.code_adaptive == GW_PY_NONE) {
 		instr = (__s32)gw_py_win_u64(s, base + off); /* 3.10's int f_lasti */
-	else
-		instr = (__s64)(gw_py_win_u64(s, base + off) - code - w->l.code_adaptive) >> 1;
+	} else {
+		bytecode = code + w->l.code_adaptive;
+		/* 3.14t: the instruction pointer points into the thread's own bytecode copy */
+		if (w->l.frame_tlbc < len) {
+			tlbc = (__s32)gw_py_win_u64(s, base + w->l.frame_tlbc);
+			if (tlbc != 0) {
+				bytecode = gw_py_tlbc_bytecode(w, code, tlbc);
+				if (!bytecode) {
+					w->fail = 1;
+					return 1;
+				}
+			}
+		}
+		instr = (__s64)(gw_py_win_u64(s, base + off) - bytecode) >> 1;
+	}
 	s->stack.frames[n].code = code;
 	s->stack.frames[n].instr = (__s32)instr;
 	w->hash = (w->hash ^ code) * 0x100000001b3ull;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -189,6 +190,23 @@ void print_text(const CheckReport& r) {
     print_table(rows);
     for (const auto& p : f.processes)
       if (!p.python.empty()) std::printf("  pid %u: %s\n", p.info.pid, p.python.c_str());
+    // The Python versions found, each once: supported or not, and how gpuwhy's reading of it is
+    // tested (on a live interpreter, or from the layout its headers publish).
+    std::map<std::string, std::pair<const discover::ProcessCheck*, size_t>> versions;
+    for (const auto& p : f.processes)
+      if (!p.python_version.empty()) {
+        auto& v = versions[p.python_version];
+        if (!v.first) v.first = &p;
+        ++v.second;
+      }
+    if (!versions.empty()) {
+      std::printf("\nPython interpreters in these processes\n");
+      std::vector<std::vector<std::string>> py = {{"VERSION", "PROCESSES", "SUPPORTED", "TESTED"}};
+      for (const auto& [version, v] : versions)
+        py.push_back({version, std::to_string(v.second), v.first->python_supported ? "yes" : "no",
+                      v.first->python_tested.empty() ? "-" : v.first->python_tested});
+      print_table(py);
+    }
   }
 
   std::printf("\nFindings\n");
@@ -233,16 +251,20 @@ json to_json(const CheckReport& r) {
   for (const auto& p : f.processes) {
     json skipped = json::array();
     for (const auto& s : p.skipped) skipped.push_back({{"path", s.map_path}, {"reason", s.reason}});
-    procs.push_back({{"pid", p.info.pid},
-                     {"ppid", p.info.ppid},
-                     {"comm", p.info.comm},
-                     {"exe", p.info.exe},
-                     {"cmdline", p.info.cmdline},
-                     {"cgroup", p.info.cgroup},
-                     {"start_ns", p.info.start_ns},
-                     {"libraries", p.libraries},
-                     {"python", p.python.empty() ? json(nullptr) : json(p.python)},
-                     {"skipped", skipped}});
+    procs.push_back(
+        {{"pid", p.info.pid},
+         {"ppid", p.info.ppid},
+         {"comm", p.info.comm},
+         {"exe", p.info.exe},
+         {"cmdline", p.info.cmdline},
+         {"cgroup", p.info.cgroup},
+         {"start_ns", p.info.start_ns},
+         {"libraries", p.libraries},
+         {"python", p.python.empty() ? json(nullptr) : json(p.python)},
+         {"python_version", p.python_version.empty() ? json(nullptr) : json(p.python_version)},
+         {"python_supported", p.python_version.empty() ? json(nullptr) : json(p.python_supported)},
+         {"python_tested", p.python_tested.empty() ? json(nullptr) : json(p.python_tested)},
+         {"skipped", skipped}});
   }
   json findings = json::array();
   json problems = json::array();

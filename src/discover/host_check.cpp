@@ -91,9 +91,10 @@ void scan_processes(HostFacts& f, std::map<std::pair<uint64_t, uint64_t>, size_t
     if (!info) continue;
     ProcessCheck p{std::move(*info), {}, std::move(skipped), {}};
     if (auto py = find_python(pid)) {
-      p.python = "Python " + (py->version.empty() ? std::string("?") : py->version) + " (" +
-                 std::string(py->interpreter.substr(py->interpreter.rfind('/') + 1)) + "): " +
-                 (py->supported ? "Python lines recorded" : "no Python lines: " + py->why_not);
+      p.python = python_check_line(*py);
+      p.python_version = py->version.empty() ? "?" : py->version;
+      p.python_supported = py->supported;
+      p.python_tested = python_tested(py->minor_hex, py->free_threaded);
     }
     for (LibraryFile& lib : *libs) {
       p.libraries.push_back(lib.path);

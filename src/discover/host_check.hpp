@@ -47,9 +47,13 @@ struct ProcessCheck {
   ProcessInfo info;
   std::vector<std::string> libraries;  // host-visible paths of the GPU libraries it maps
   std::vector<SkippedLibrary> skipped;
-  // "Python 3.11.7 (libpython3.11.so.1.0): Python lines recorded", or why not; empty when the
+  // "Python 3.11.7 (libpython3.11.so.1.0): supported, Python lines recorded (layout: built-in
+  // table; tested on a live interpreter)", or why not (python_check_line); empty when the
   // process runs no CPython.
   std::string python;
+  std::string python_version;  // "3.14.0t"; empty: no CPython
+  bool python_supported = false;
+  std::string python_tested;  // python_tested(): live, from the published layout, or empty
 };
 
 // Result of a feature probe that was not run.

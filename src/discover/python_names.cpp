@@ -9,7 +9,7 @@
 namespace gpuwhy::discover {
 namespace {
 
-constexpr size_t kCodeHead = 160;         // every field read lies in a code object's first bytes
+constexpr size_t kCodeHead = 512;         // every field read lies in a code object's first bytes
 constexpr uint64_t kMaxString = 4096;     // file and function names
 constexpr uint64_t kMaxTable = 1 << 20;   // a line table
 constexpr size_t kMaxSource = 32u << 20;  // source files read for their lines
@@ -40,16 +40,19 @@ void append_utf8(std::string& out, uint32_t c) {
 }
 
 // A str object's text as UTF-8: compact strings only (what code objects hold).
-std::optional<std::string> read_unicode(uint32_t pid, uint64_t addr, const PyCodeLayout& c) {
-  uint8_t head[40];
-  if (!addr || !read_process_memory(pid, addr, head, sizeof(head))) return std::nullopt;
-  const uint64_t length = at<uint64_t>(head, 16);
-  const uint32_t state = at<uint32_t>(head, 32);
-  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+std::optional<std::string> read_unicode(const PythonNamer::Reader& read, uint32_t pid,
+                                        uint64_t addr, const PyCodeLayout& c) {
+  uint8_t head[64];
+  if (!addr || c.str_state + 4 > sizeof(head) || c.str_length + 8 > sizeof(head) ||
+      !read(pid, addr, head, c.str_state + 4))
+    return std::nullopt;
+  const uint64_t length = at<uint64_t>(head, c.str_length);
+  const uint32_t state = at<uint32_t>(head, c.str_state) >> c.str_kind_shift;
+  const unsigned kind = state & 7, compact = (state >> 3) & 1, ascii = (state >> 4) & 1;
   if (!compact || length > kMaxString || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
   const uint64_t data = addr + (ascii ? c.unicode_ascii : c.unicode_compact);
   std::string raw(length * kind, '\0');
-  if (length && !read_process_memory(pid, data, raw.data(), raw.size())) return std::nullopt;
+  if (length && !read(pid, data, raw.data(), raw.size())) return std::nullopt;
   if (kind == 1 && ascii) return raw;
   std::string out;
   for (uint64_t i = 0; i < length; ++i) {
@@ -61,13 +64,13 @@ std::optional<std::string> read_unicode(uint32_t pid, uint64_t addr, const PyCod
 }
 
 // A bytes object's contents.
-std::optional<std::string> read_bytes(uint32_t pid, uint64_t addr) {
-  uint8_t head[32];
-  if (!addr || !read_process_memory(pid, addr, head, sizeof(head))) return std::nullopt;
-  const int64_t size = at<int64_t>(head, 16);
+std::optional<std::string> read_bytes(const PythonNamer::Reader& read, uint32_t pid, uint64_t addr,
+                                      const PyCodeLayout& c) {
+  int64_t size = 0;
+  if (!addr || !read(pid, addr + c.bytes_size, &size, sizeof(size))) return std::nullopt;
   if (size < 0 || static_cast<uint64_t>(size) > kMaxTable) return std::nullopt;
   std::string out(static_cast<size_t>(size), '\0');
-  if (size && !read_process_memory(pid, addr + 32, out.data(), out.size())) return std::nullopt;
+  if (size && !read(pid, addr + c.bytes_data, out.data(), out.size())) return std::nullopt;
   return out;
 }
 
@@ -100,22 +103,26 @@ std::optional<PythonProcess> PythonNamer::process(uint32_t pid) {
 PythonNamer::Code PythonNamer::read_code(const PythonProcess& p, uint64_t addr) {
   Code code;
   code.code_type = p.code_type;
+  const PyCodeLayout& c = p.code;
   uint8_t head[kCodeHead];
-  if (!read_process_memory(p.pid, addr, head, sizeof(head))) return code;
+  const size_t head_size = code_head_size(c);
+  if (head_size > sizeof(head) || !read_(p.pid, addr, head, head_size)) return code;
   // A freed object, or one reused for something else, is not a code object: no name rather
   // than a wrong one.
-  if (at<uint64_t>(head, 8) != p.code_type) return code;
-  const PyCodeLayout& c = p.code;
-  auto file = read_unicode(p.pid, at<uint64_t>(head, c.filename), c);
-  auto function = read_unicode(p.pid, at<uint64_t>(head, c.name), c);
-  auto table = read_bytes(p.pid, at<uint64_t>(head, c.linetable));
+  if (at<uint64_t>(head, c.ob_type) != p.code_type) return code;
+  auto file = read_unicode(read_, p.pid, at<uint64_t>(head, c.filename), c);
+  auto function = read_unicode(read_, p.pid, at<uint64_t>(head, c.name), c);
+  auto table = read_bytes(read_, p.pid, at<uint64_t>(head, c.linetable), c);
   if (!file || !function || !table) return code;
   code.ok = true;
+  code.file_ptr = at<uint64_t>(head, c.filename);
+  code.name_ptr = at<uint64_t>(head, c.name);
+  code.table_ptr = at<uint64_t>(head, c.linetable);
   code.file = std::move(*file);
   code.function = std::move(*function);
   code.linetable = std::move(*table);
   code.firstlineno = at<int32_t>(head, c.firstlineno);
-  if (c.location_table) code.units = at<uint64_t>(head, 16);  // 3.11+: ob_size, in code units
+  if (c.location_table) code.units = at<uint64_t>(head, c.ob_size);  // 3.11+: in code units
   return code;
 }
 
@@ -144,6 +151,18 @@ std::string PythonNamer::source_line(uint32_t pid, const std::string& file, int 
   return trim(it->second[static_cast<size_t>(line) - 1]);
 }
 
+bool PythonNamer::same_code(const PythonProcess& p, uint64_t addr, const Code& code) {
+  const PyCodeLayout& c = p.code;
+  uint8_t head[kCodeHead];
+  const size_t head_size = code_head_size(c);
+  if (!code.ok || head_size > sizeof(head) || !read_(p.pid, addr, head, head_size)) return true;
+  if (at<uint64_t>(head, c.ob_type) != p.code_type) return true;
+  return at<uint64_t>(head, c.filename) == code.file_ptr &&
+         at<uint64_t>(head, c.name) == code.name_ptr &&
+         at<uint64_t>(head, c.linetable) == code.table_ptr &&
+         at<int32_t>(head, c.firstlineno) == code.firstlineno;
+}
+
 PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
   PyFrameName out;
   auto p = process(pid);
@@ -152,7 +171,8 @@ PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
   auto it = codes_.find(key);
   if (it == codes_.end())
     it = codes_.emplace(key, read_code(*p, code_addr)).first;
-  else if (it->second.code_type != p->code_type)  // the pid's program was replaced (exec)
+  else if (it->second.code_type != p->code_type ||  // the pid's program was replaced (exec)
+           !same_code(*p, code_addr, it->second))   // another code object at the address
     it->second = read_code(*p, code_addr);
   const Code& c = it->second;
   if (!c.ok) return out;

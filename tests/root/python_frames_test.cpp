@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "discover/python.hpp"
 #include "store/store.hpp"
 #include "support/process.hpp"
 
@@ -393,6 +394,139 @@ TEST_P(PythonFrames, WorkerProcessNamesItsPythonLine) {
       named = named || e["text"].get<std::string>().find(site) != std::string::npos;
     EXPECT_TRUE(named) << "the evidence should name " << site << "\n" << io->dump(2);
   }
+}
+
+// Two Python threads make GPU calls at the same time, each from its own line: every call of each
+// thread has a Python stack whose innermost frame is that thread's line, never the other's, and
+// the two threads' calls overlap in time (the GIL is released during each call).
+TEST_P(PythonFrames, ConcurrentThreadsEachNameTheirOwnLine) {
+  const std::string db = dir.file("t.db");
+  Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  const std::string file = script("two_threads.py");
+  RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", "1000"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  const json out = json::parse(w.out);
+  auto f = open_trace(db);
+  ASSERT_TRUE(f);
+  SCOPED_TRACE("agent said:\n" + agent.stderr_text());
+  const auto lines = markers(file, "LINE");
+  ASSERT_EQ(lines.size(), 2u);
+  std::map<std::string, std::pair<int64_t, int64_t>> spans;
+  for (const auto& [thread, site] : {std::pair<std::string, int>{"a", 7}, {"b", 8}}) {
+    const std::string tid = std::to_string(out[thread].get<int>());
+    const auto& [line, function] = lines.at(site);
+    SCOPED_TRACE("thread " + thread + " (tid " + tid + ", " + function + ")");
+    const std::string from = " FROM api_calls c JOIN apis a ON a.id = c.api";
+    const std::string filter = " WHERE a.name = 'cudaMalloc' AND c.tid = " + tid;
+    const auto n = rows_of(*f,
+                           "SELECT count(*), count(c.py_stack), min(c.ts), max(c.ts), "
+                           "count(DISTINCT c.bytes)" +
+                               from + filter);
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(n[0][0], "1000");
+    EXPECT_EQ(n[0][1], "1000") << "every call has a Python stack";
+    EXPECT_EQ(n[0][4], "1");
+    spans[thread] = {std::stoll(n[0][2]), std::stoll(n[0][3])};
+    const auto frames = rows_of(
+        *f, "SELECT DISTINCT p.function, p.line, p.source" + from +
+                " JOIN python_frames p ON p.py_stack_id = c.py_stack AND p.depth = 0" + filter);
+    ASSERT_EQ(frames.size(), 1u) << "one innermost frame for all of the thread's calls";
+    EXPECT_EQ(frames[0][0], function);
+    EXPECT_EQ(frames[0][1], std::to_string(line));
+    EXPECT_EQ(frames[0][2], source_of(file, line));
+  }
+  EXPECT_LT(spans["a"].first, spans["b"].second) << "the threads' calls did not overlap";
+  EXPECT_LT(spans["b"].first, spans["a"].second) << "the threads' calls did not overlap";
+  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'"))
+    EXPECT_EQ(r[1], "0") << r[0];
+}
+
+// The probe's walk done from user space (walk_python_thread) on the live interpreter, with the
+// layout find_python gives: 3.13's from the target's _Py_DebugOffsets alone (and equal to the
+// offsets measured on 3.13.0), 3.10-3.12's from the tables. Two threads blocked in a C call
+// with the GIL released each name their own line. `gpuwhy check` says the process's version,
+// that it is supported, and that it is tested on a live interpreter.
+TEST_P(PythonFrames, LiveWalkNamesEachThreadsLine) {
+  const std::string file = script("sleepers.py");
+  Child py({python_, file, sim_dir() + "/libcudart.so.13"}, dir.path);
+  json ids;
+  for (int i = 0; i < 200 && ids.is_null(); ++i) {
+    const std::string text = py.stdout_text();
+    if (text.find('\n') != std::string::npos)
+      ids = json::parse(text.substr(0, text.find('\n')));
+    else
+      usleep(50 * 1000);
+  }
+  ASSERT_FALSE(ids.is_null()) << py.stderr_text();
+  usleep(300 * 1000);  // the main thread from its print into its sleep
+  auto p = discover::find_python(static_cast<uint32_t>(py.pid()));
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(p->supported) << p->why_not;
+  const std::string name = GetParam().name;
+  if (name == "3.13") {
+    EXPECT_EQ(p->layout_from, "_Py_DebugOffsets");
+    // The target's offsets agree with those measured with offsetof on 3.13.0.
+    const gw_py_layout& l = p->layout;
+    EXPECT_EQ(l.interp_head, 632);
+    EXPECT_EQ(l.threads_head, 7344);
+    EXPECT_EQ(l.tstate_frame, 72);
+    EXPECT_EQ(l.tstate_id, 160);
+    EXPECT_EQ(l.frame_code, 0);
+    EXPECT_EQ(l.frame_prev, 8);
+    EXPECT_EQ(l.frame_instr, 56);
+    EXPECT_EQ(l.frame_owner, 70);
+    EXPECT_EQ(l.code_adaptive, 200);
+    EXPECT_EQ(l.frame_tlbc, GW_PY_NONE);
+    EXPECT_EQ(p->code.filename, 112u);
+    EXPECT_EQ(p->code.name, 128u);
+    EXPECT_EQ(p->code.firstlineno, 68u);
+    EXPECT_EQ(p->code.linetable, 136u);
+    EXPECT_EQ(p->code.unicode_ascii, 40u);
+    EXPECT_EQ(p->code.bytes_data, 32u);
+    EXPECT_FALSE(p->free_threaded);
+  } else {
+    EXPECT_EQ(p->layout_from, "built-in table");
+  }
+  EXPECT_EQ(discover::python_tested(p->minor_hex, p->free_threaded),
+            "tested on a live interpreter");
+  const uint32_t pid = static_cast<uint32_t>(py.pid());
+  discover::PythonNamer namer;
+  namer.add_process(*p);
+  const auto waits = markers(file, "WAIT");
+  for (const auto& [thread, site] : {std::pair<std::string, int>{"main", 1}, {"worker", 2}}) {
+    SCOPED_TRACE(thread);
+    // 3.10's thread state holds pthread_self() (threading.get_ident()); 3.11+ the native id.
+    const uint64_t id = ids[thread][name == "3.10" ? 0 : 1].get<uint64_t>();
+    auto frames = discover::walk_python_thread(
+        p->layout,
+        [pid](uint64_t a, void* out, size_t n) {
+          return discover::read_process_memory(pid, a, out, n);
+        },
+        id);
+    ASSERT_TRUE(frames.has_value());
+    ASSERT_FALSE(frames->empty());
+    const discover::PyFrameName top = namer.name(pid, (*frames)[0].code, (*frames)[0].instr);
+    const auto& [line, function] = waits.at(site);
+    EXPECT_TRUE(top.resolved);
+    EXPECT_EQ(top.file, file);
+    EXPECT_EQ(top.function, function);
+    EXPECT_EQ(top.line, line);
+    EXPECT_EQ(top.source, source_of(file, line));
+  }
+  RunResult check = run({gpuwhy_binary(), "check", "--json"});
+  const json report = json::parse(check.out);
+  bool listed = false;
+  for (const json& proc : report["processes"]) {
+    if (proc["pid"].get<int64_t>() != py.pid()) continue;
+    listed = true;
+    EXPECT_EQ(proc["python_version"], p->version);
+    EXPECT_EQ(proc["python_supported"], true);
+    EXPECT_EQ(proc["python_tested"], "tested on a live interpreter");
+  }
+  EXPECT_TRUE(listed) << check.out;
+  py.stop(SIGKILL, 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(

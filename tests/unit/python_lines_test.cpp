@@ -73,6 +73,25 @@ TEST(PythonLines, Python313LocationTable) {
                     -1, -1, 5, 5, 5});
 }
 
+// Every kind of entry of the location table, built by hand to Objects/locations.md; 3.14 keeps
+// 3.11's format (Include/cpython/code.h, _PyCodeLocationInfoKind: short forms 0-9, one-line
+// forms 10-12, no column 13, long 14, none 15). The fuzz corpus holds the same table
+// (tests/fuzz/corpus/fuzz_python_lines/locations_314_all_kinds).
+TEST(PythonLines, EveryEntryKindOfTheLocationTable) {
+  static const char t[] =
+      "\x81\x05"              // short form, 2 units: the first line
+      "\xd8\x04\x08"          // one-line form, line + 1, 1 unit
+      "\xe2\x01\x02"          // one-line form, line + 2, 3 units
+      "\xe8\x06"              // no column, line + 3 (svarint 6), 1 unit
+      "\xf1\x03\x00\x05\x09"  // long form, line - 1 (svarint 3), 2 units
+      "\xf8";                 // no location, 1 unit
+  const std::vector<int> want = {10, 10, 11, 13, 13, 13, 16, 15, 15, -1};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(line_from_locations(bytes(t, sizeof t - 1), 10, static_cast<int>(i)), want[i])
+        << "unit " << i;
+  EXPECT_EQ(line_from_locations(bytes(t, sizeof t - 1), 10, 10), -1) << "past the end";
+}
+
 TEST(PythonLines, DamagedTablesGiveNoLine) {
   EXPECT_EQ(line_from_locations("", 10, 0), -1);
   EXPECT_EQ(line_from_locations("\x0f\x0f", 10, 0), -1);  // no entry start bit
@@ -80,14 +99,16 @@ TEST(PythonLines, DamagedTablesGiveNoLine) {
   EXPECT_EQ(line_from_locations("\xf0", 10, 0), 10);       // long form cut short: delta 0
 }
 
-// 3.13's own description of its layout (_Py_DebugOffsets), with the offsets measured on 3.13.0.
+// 3.13's own description of its layout (_Py_DebugOffsets), with the offsets measured on 3.13.0
+// (all of the block's fields: tests/unit/python_layout_test.cpp).
 TEST(PythonLayout, DebugOffsetsOf313) {
-  std::vector<uint64_t> w(44, 0);
+  std::vector<uint64_t> w(73, 0);
   std::memcpy(w.data(), "xdebugpy", 8);
   w[1] = 0x030d00f0;
   w[5] = 632, w[9] = 7344, w[21] = 8, w[23] = 72, w[25] = 160;
-  w[29] = 8, w[30] = 0, w[31] = 56, w[33] = 70;
-  w[35] = 112, w[37] = 128, w[38] = 136, w[39] = 68, w[43] = 200;
+  w[28] = 80, w[29] = 8, w[30] = 0, w[31] = 56, w[33] = 70;
+  w[34] = 208, w[35] = 112, w[37] = 128, w[38] = 136, w[39] = 68, w[43] = 200;
+  w[44] = 16, w[45] = 8, w[52] = 16, w[65] = 16, w[66] = 32, w[68] = 32, w[69] = 16, w[70] = 40;
   const std::string_view raw(reinterpret_cast<const char*>(w.data()), w.size() * 8);
   auto got = layout_from_debug_offsets(raw);
   ASSERT_TRUE(got.ok()) << got.error().line();
@@ -107,7 +128,7 @@ TEST(PythonLayout, DebugOffsetsOf313) {
   w[2] = 1;  // free-threaded
   EXPECT_FALSE(layout_from_debug_offsets(raw).ok());
   w[2] = 0;
-  w[1] = 0x030e00f0;  // 3.14: another layout
+  w[1] = 0x030e00f0;  // 3.14: another format, larger than this block
   EXPECT_FALSE(layout_from_debug_offsets(raw).ok());
   EXPECT_FALSE(layout_from_debug_offsets(raw.substr(0, 100)).ok());
 

@@ -75,5 +75,7 @@ static_assert(sizeof(gw_wait_migrate) == 24 + 8);
 static_assert(sizeof(gw_task_rename) == 24 + 16);
 static_assert(sizeof(gw_py_layout) == 40);
 static_assert(offsetof(gw_py_layout, id_is_fsbase) == 32);
+static_assert(offsetof(gw_py_layout, frame_tlbc) == 36);
+static_assert(offsetof(gw_py_layout, code_tlbc) == 38);
 static_assert(sizeof(gw_py_frame) == 16);
 static_assert(sizeof(gw_py_stack) == 8 + 16 * GW_PY_MAX_FRAMES);

@@ -406,13 +406,19 @@ struct gw_py_layout {
 	__u16 frame_code;     /* frame: code object (3.13: f_executable) */
 	__u16 frame_prev;     /* frame: the caller's frame */
 	__u16 frame_instr;    /* frame: instruction pointer, or (3.10) the int f_lasti */
-	__u16 frame_owner;    /* frame: owner byte (3.12+: 3 = a C-stack shim); GW_PY_NONE */
+	__u16 frame_owner;    /* frame: owner byte (3.12+: 3 and above are no Python code of their
+			       * own, shims and incomplete frames); GW_PY_NONE */
 	__u16 code_adaptive;  /* code object: co_code_adaptive (3.11+); instr index = (ptr - code -
 			       * this) / 2; GW_PY_NONE: frame_instr is 3.10's f_lasti (an index) */
 	__u8 id_is_fsbase;    /* 1: tstate_id holds pthread_self(), the thread's fs base (3.10) */
 	__u8 frame_read;      /* bytes of a frame read at once, 8..GW_PY_READ_FRAME: the fields used
 			       * lie below (a generator's frame ends its object: read no further) */
-	__u8 pad[6];
+	__u8 code_tag;        /* low bits of frame_code's word that are a tag (3.14+: f_executable
+			       * is a _PyStackRef): masked off before it is a code object's address */
+	__u8 pad;
+	__u16 frame_tlbc;     /* frame: int32 tlbc_index, the thread's bytecode copy (3.14t);
+			       * GW_PY_NONE: the bytecode is the code object's co_code_adaptive */
+	__u16 code_tlbc;      /* code object: co_tlbc, a _PyCodeArray {size, entries[]} (3.14t) */
 };
 
 struct gw_py_frame {

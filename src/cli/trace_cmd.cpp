@@ -41,7 +41,7 @@ struct TraceFlags {
   uint32_t hold_bound_ms = 2000;
   std::string metrics;
   std::string keep, max_size;
-  std::string gpu_activity;
+  std::string gpu_activity, gpu_activity_socket;
   std::string max_size_floor = "64M";  // hidden: tests record into smaller budgets
   uint32_t age_check_ms = 1000;        // hidden: how often --keep is applied
 };
@@ -149,6 +149,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
                   "most on launch-bound work (docs/performance.md); steps aside when another "
                   "CUPTI profiler is present")
       ->expected(0, 1);
+  cmd->add_option("--gpu-activity-socket", flags->gpu_activity_socket,
+                  "With --gpu-activity: also for CUDA processes you start yourself (a service): "
+                  "receive their records on a socket bound at PATH (0600); the agent logs the "
+                  "CUDA_INJECTION64_PATH and GPUWHY_GPU_ACTIVITY_SOCKET to start them with");
   cmd->add_option("command", flags->command,
                   "A command to launch and trace from its first instruction, after --: only it "
                   "and its descendants are traced, and gpuwhy exits with its status");
@@ -241,9 +245,15 @@ void add_trace_command(CLI::App& root, Runner& run) {
                       2);
         opt.retention.max_bytes = *size;
       }
+      if (!flags->gpu_activity_socket.empty() && !gpu_activity)
+        return fail("--gpu-activity-socket needs --gpu-activity", 2);
       if (gpu_activity) {
-        if (flags->command.empty())
-          return fail("--gpu-activity needs a command to launch: trace --gpu-activity -- CMD", 2);
+        if (flags->command.empty() && flags->gpu_activity_socket.empty())
+          return fail(
+              "--gpu-activity needs a command to launch (trace --gpu-activity -- CMD) or "
+              "--gpu-activity-socket PATH for processes you start yourself",
+              2);
+        opt.gpu_activity_socket = flags->gpu_activity_socket;
         opt.gpu_activity = true;
         if (!flags->gpu_activity.empty()) {
           opt.gpu_activity_ns = parse_duration_ns(flags->gpu_activity.c_str());

@@ -638,11 +638,23 @@ Status TraceSession::prepare_gpu_activity() {
   gpu_client_path_ = *lib;
   const uint64_t until =
       opt_.gpu_activity_ns > 0 ? static_cast<uint64_t>(monotonic_ns() + opt_.gpu_activity_ns) : 0;
-  auto r = gpu_activity::Receiver::create(until);
+  const std::string& sock = opt_.gpu_activity_socket;
+  auto r = sock.empty() ? gpu_activity::Receiver::create(until)
+                        : gpu_activity::Receiver::bind(sock, until);
   if (!r) return r.error();
   gpu_ = std::move(r.value());
+  if (!sock.empty()) {  // what a service needs, on one line a script can take
+    std::string env =
+        "CUDA_INJECTION64_PATH=" + gpu_client_path_ + " " + GW_GA_ENV_SOCKET + "=" + sock;
+    if (until) env += std::string(" ") + GW_GA_ENV_UNTIL + "=" + std::to_string(until);
+    std::fprintf(stderr, "gpuwhy: GPU activity: start CUDA processes with %s\n", env.c_str());
+  }
+  if (opt_.command.empty()) return {};
   ::setenv("CUDA_INJECTION64_PATH", gpu_client_path_.c_str(), 1);
-  ::setenv(GW_GA_ENV_FD, std::to_string(gpu_->client_fd()).c_str(), 1);
+  if (sock.empty())
+    ::setenv(GW_GA_ENV_FD, std::to_string(gpu_->client_fd()).c_str(), 1);
+  else
+    ::setenv(GW_GA_ENV_SOCKET, sock.c_str(), 1);
   if (until) ::setenv(GW_GA_ENV_UNTIL, std::to_string(until).c_str(), 1);
   return {};
 }
@@ -675,12 +687,16 @@ void TraceSession::finish_gpu_activity() {
 int TraceSession::run() {
   if (Status v = validate(); !v) return fail(v.error().line());
   // The command first, before any thread: it waits on a pipe until the probes are in place.
+  if (opt_.gpu_activity && opt_.command.empty())  // --gpu-activity-socket alone
+    if (Status g = prepare_gpu_activity(); !g) return fail(g.error().line());
   if (!opt_.command.empty()) {
     if (opt_.gpu_activity)
       if (Status g = prepare_gpu_activity(); !g) return fail(g.error().line());
     auto c = LaunchedCommand::fork_waiting(opt_.command);
     if (gpu_) {
-      for (const char* v : {"CUDA_INJECTION64_PATH", GW_GA_ENV_FD, GW_GA_ENV_UNTIL}) ::unsetenv(v);
+      for (const char* v :
+           {"CUDA_INJECTION64_PATH", GW_GA_ENV_FD, GW_GA_ENV_SOCKET, GW_GA_ENV_UNTIL})
+        ::unsetenv(v);
       gpu_->close_client_fd();
     }
     if (!c) return fail(c.error().line());

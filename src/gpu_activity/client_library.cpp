@@ -26,7 +26,8 @@ Result<std::string> write_client_library() {
   if (::mkdtemp(dir.data()) == nullptr)
     return errno_error("cannot make a private directory for the CUPTI client", errno);
   // The command may run as another user (sudo -u): it must be able to map the file, and no one
-  // else may replace it. The directory is ours and 0711; the file 0555, made here with O_EXCL.
+  // else may replace it. The directory is ours and 0711 (others may pass, not list or write);
+  // the file 0555, made here with O_EXCL.
   ::chmod(dir.c_str(), 0711);
   const std::string path = dir + "/libgpuwhy_cupti.so";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0555);

@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -195,10 +197,45 @@ Result<std::unique_ptr<Receiver>> Receiver::create(uint64_t until_mono_ns) {
   return r;
 }
 
+Result<std::unique_ptr<Receiver>> Receiver::bind(const std::string& path, uint64_t until_mono_ns) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path)
+    return Error{"--gpu-activity-socket " + path + ": a socket path must be 1 to " +
+                 std::to_string(sizeof a.sun_path - 1) + " bytes"};
+  std::memcpy(a.sun_path, path.data(), path.size());
+  // A socket left by an earlier trace is replaced; any other file is not.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return Error{"--gpu-activity-socket " + path + " exists and is not a socket",
+                   "give a new path"};
+    ::unlink(path.c_str());
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno_error("cannot make the GPU activity socket", errno);
+  const mode_t old = ::umask(0177);  // 0600 from the start: no window for another user
+  const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  const int e = errno;
+  ::umask(old);
+  if (rc != 0) {
+    ::close(fd);
+    return errno_error("cannot bind the GPU activity socket " + path, e);
+  }
+  std::unique_ptr<Receiver> r(new Receiver(until_mono_ns));
+  r->fd_ = fd;
+  r->bound_path_ = path;
+  int bytes = 4 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
+  return r;
+}
+
 Receiver::~Receiver() {
   stop();
   close_client_fd();
   if (fd_ >= 0) ::close(fd_);
+  if (!bound_path_.empty()) ::unlink(bound_path_.c_str());
 }
 
 void Receiver::close_client_fd() {

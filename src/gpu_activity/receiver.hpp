@@ -77,6 +77,9 @@ class Receiver {
                                      std::span<const store::GpuActivityRow>)>;
   // A socket pair: one end for the command (client_fd(), inherited across exec), one read here.
   static Result<std::unique_ptr<Receiver>> create(uint64_t until_mono_ns);
+  // A socket bound at `path` (0600; a socket already there is replaced) for processes the user
+  // starts (GPUWHY_GPU_ACTIVITY_SOCKET=path); removed again with the receiver.
+  static Result<std::unique_ptr<Receiver>> bind(const std::string& path, uint64_t until_mono_ns);
   ~Receiver();
 
   int client_fd() const { return client_fd_; }
@@ -100,6 +103,7 @@ class Receiver {
   mutable std::mutex mu_;  // conv_
   Converter conv_;
   int fd_ = -1, client_fd_ = -1;
+  std::string bound_path_;
   WriteFn write_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -175,3 +175,40 @@ TEST_F(GpuActivity, JobKilledMidBufferLeavesACompleteTrace) {
 
 }  // namespace
 }  // namespace gpuwhy::testing
+
+namespace gpuwhy::testing {
+namespace {
+
+// A service the user starts itself: the agent binds --gpu-activity-socket and says how to start
+// a CUDA process against it; sim_train started so (not by the agent) has its rows stored.
+TEST_F(GpuActivity, ServiceStartedByTheUserSendsToTheSocket) {
+  const std::string db = dir_.file("t.db");
+  const std::string sock = dir_.file("gpu.sock");
+  Agent agent(db, {"--no-host-libs", "--gpu-activity", "--gpu-activity-socket", sock}, dir_);
+  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+  const std::string err = agent.stderr_text();
+  const std::string key = "CUDA_INJECTION64_PATH=";
+  const size_t at = err.find(key);
+  ASSERT_NE(at, std::string::npos) << err;
+  const std::string client = err.substr(at + key.size(), err.find(' ', at) - at - key.size());
+  const std::string truth_path = dir_.file("truth.json");
+  const RunResult w = run({workload("sim_train"), "--scenario", "clean", "--steps", "20"},
+                          {{"CUDA_INJECTION64_PATH", client},
+                           {"GPUWHY_GPU_ACTIVITY_SOCKET", sock},
+                           {"GPUWHY_CUPTI_LIB", mock_cupti()},
+                           {"GW_START_DELAY_MS", "300"},
+                           {"GWSIM_TRUTH", truth_path}});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
+  const json summary = summary_of(w.out);
+  ASSERT_TRUE(summary.contains("pid")) << w.out;
+  const json truth = read_json(truth_path);
+  ASSERT_TRUE(truth.is_object()) << "no ground truth";
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM gpu_activity WHERE kind = 'kernel' AND pid = " +
+                              std::to_string(summary["pid"].get<int64_t>())),
+            truth["ops"]["kernels"].get<int64_t>());
+  EXPECT_NE(access(sock.c_str(), F_OK), 0) << "the socket outlived the trace";
+}
+
+}  // namespace
+}  // namespace gpuwhy::testing

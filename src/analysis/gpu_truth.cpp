@@ -35,7 +35,7 @@ GpuTruthFigures figures_of(DeviceRows& d, int64_t lo, int64_t hi, int64_t estima
   return f;
 }
 
-void add(GpuTruthFigures& to, const GpuTruthFigures& f) {
+void add_figures(GpuTruthFigures& to, const GpuTruthFigures& f) {
   to.span_ns += f.span_ns;
   to.busy_ns += f.busy_ns;
   to.kernel_ns += f.kernel_ns;
@@ -101,7 +101,7 @@ Result<ProcessGpuTruth> process_truth(sqlite3* db, const ProcessAudit& p, int64_
                             ? figures_of(rows, trace_start + it->first_ns,
                                          trace_start + it->last_ns, it->busy.estimate_ns)
                             : figures_of(rows, lo, hi, 0);
-    add(t.figures, f);
+    add_figures(t.figures, f);
     t.devices.emplace_back(device, f);
   }
   // The process's span is the one its host estimate is a share of.

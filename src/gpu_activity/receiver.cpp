@@ -18,6 +18,7 @@ namespace gpuwhy::gpu_activity {
 namespace {
 
 constexpr size_t kBatchRows = 8192;
+constexpr uint64_t kMaxDurationNs = 86'400'000'000'000;  // a day
 
 std::string demangle(const std::string& mangled) {
   int st = 0;
@@ -35,8 +36,14 @@ std::string demangle(const std::string& mangled) {
 
 // ---- Converter --------------------------------------------------------------------------------
 
-bool Converter::keep(uint64_t start_ns) {
+bool Converter::keep(uint64_t start_ns, uint64_t end_ns) {
   ++records_;
+  // CUPTI leaves an interval's end 0 when it was cut short (a forced flush before it completed);
+  // such a record, or one longer than a day, has no usable time: counted, not kept.
+  if (end_ns < start_ns || end_ns - start_ns > kMaxDurationNs) {
+    ++bad_times_;
+    return false;
+  }
   if (until_ != 0 && start_ns >= until_) {
     ++after_box_;
     return false;
@@ -50,14 +57,14 @@ store::GpuActivityRow Converter::base(std::string_view kind, uint32_t pid, uint6
   r.kind = kind;
   r.pid = pid;
   r.ts = clock_.to_wall(start);
-  r.dur = end > start ? static_cast<int64_t>(end - start) : 0;
+  r.dur = static_cast<int64_t>(end - start);  // keep() checked end >= start, within a day
   return r;
 }
 
 void Converter::hello(const gw_ga_hello&) { ++hello_; }
 
 void Converter::kernel(const gw_ga_kernel& k) {
-  if (!keep(k.start_ns)) return;
+  if (!keep(k.start_ns, k.end_ns)) return;
   store::GpuActivityRow r = base("kernel", k.h.pid, k.start_ns, k.end_ns);
   r.device = k.device;
   r.context = k.context;
@@ -73,7 +80,7 @@ void Converter::kernel(const gw_ga_kernel& k) {
 }
 
 void Converter::memcpy(const gw_ga_memcpy& m) {
-  if (!keep(m.start_ns)) return;
+  if (!keep(m.start_ns, m.end_ns)) return;
   store::GpuActivityRow r = base("memcpy", m.h.pid, m.start_ns, m.end_ns);
   r.device = m.device;
   r.context = m.context;
@@ -87,7 +94,7 @@ void Converter::memcpy(const gw_ga_memcpy& m) {
 }
 
 void Converter::memset(const gw_ga_memset& m) {
-  if (!keep(m.start_ns)) return;
+  if (!keep(m.start_ns, m.end_ns)) return;
   store::GpuActivityRow r = base("memset", m.h.pid, m.start_ns, m.end_ns);
   r.device = m.device;
   r.context = m.context;
@@ -99,7 +106,7 @@ void Converter::memset(const gw_ga_memset& m) {
 }
 
 void Converter::sync(const gw_ga_sync& s) {
-  if (!keep(s.start_ns)) return;
+  if (!keep(s.start_ns, s.end_ns)) return;
   store::GpuActivityRow r = base("sync", s.h.pid, s.start_ns, s.end_ns);
   r.context = s.context;
   r.stream = s.stream;
@@ -109,7 +116,7 @@ void Converter::sync(const gw_ga_sync& s) {
 }
 
 void Converter::overhead(const gw_ga_overhead& o) {
-  if (!keep(o.start_ns)) return;
+  if (!keep(o.start_ns, o.end_ns)) return;
   store::GpuActivityRow r = base("overhead", o.h.pid, o.start_ns, o.end_ns);
   r.correlation = o.correlation;
   r.detail = overhead_kind_name(o.overhead_kind);
@@ -159,8 +166,9 @@ std::vector<store::LossCount> Converter::losses() const {
 }
 
 std::vector<std::pair<std::string, uint64_t>> Converter::event_counts() const {
-  return {{"gpu_activity", records_ - after_box_},
+  return {{"gpu_activity", records_ - after_box_ - bad_times_},
           {"gpu_activity_after_time_box", after_box_},
+          {"gpu_activity_bad_times", bad_times_},
           {"gpu_activity_unknown", unknown_},
           {"gpu_activity_processes", hello_}};
 }

@@ -56,7 +56,7 @@ class Converter : public RecordSink {
   std::pair<std::string, std::string> family_state() const;
 
  private:
-  bool keep(uint64_t start_ns);
+  bool keep(uint64_t start_ns, uint64_t end_ns);
   store::GpuActivityRow base(std::string_view kind, uint32_t pid, uint64_t start, uint64_t end);
 
   ClockConverter clock_;
@@ -68,7 +68,7 @@ class Converter : public RecordSink {
   std::map<uint32_t, gw_ga_dropped> dropped_;  // latest cumulative counts per process
   std::vector<std::string> statuses_;          // "pid 12: text"
   uint32_t hello_ = 0, stepped_aside_ = 0;
-  uint64_t records_ = 0, after_box_ = 0, malformed_ = 0, unknown_ = 0;
+  uint64_t records_ = 0, after_box_ = 0, bad_times_ = 0, malformed_ = 0, unknown_ = 0;
 };
 
 class Receiver {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "analysis/gpu_truth.hpp"
@@ -110,6 +111,7 @@ TEST(GpuActivity, TimeBoxAndStepAside) {
   Datagram d;
   d.kernel(9'000, 9'500, 0);
   d.kernel(10'000, 11'000, 0);  // starts at the bound: not kept
+  d.kernel(9'000, 0, 0);        // an end CUPTI never filled in: not kept either
   const std::string text = "another CUPTI subscriber is present";
   const size_t at = d.bytes.size();
   d.add<gw_ga_status>(GW_GA_STATUS, text.size());
@@ -119,6 +121,10 @@ TEST(GpuActivity, TimeBoxAndStepAside) {
   std::memcpy(d.bytes.data() + at + sizeof(gw_ga_status), text.data(), text.size());
   ASSERT_TRUE(conv.add_datagram(d.bytes));
   EXPECT_EQ(conv.take_rows().size(), 1u);
+  const auto listed = conv.event_counts();
+  std::map<std::string, uint64_t> counts(listed.begin(), listed.end());
+  EXPECT_EQ(counts["gpu_activity_after_time_box"], 1u);
+  EXPECT_EQ(counts["gpu_activity_bad_times"], 1u);
   const auto [state, detail] = conv.family_state();
   EXPECT_EQ(state, "failed");
   EXPECT_NE(detail.find("pid 42: another CUPTI subscriber"), std::string::npos) << detail;

@@ -424,3 +424,37 @@ CREATE TABLE startup_gaps (
   library TEXT,
   at      INTEGER NOT NULL
 );
+
+-- GPU activity from the device (trace --gpu-activity): what CUPTI reported of each kernel, copy,
+-- memset and synchronisation of the traced CUDA processes, through gpuwhy's CUPTI client
+-- (docs/schema.md "GPU activity"). One table for every kind: the busy-time union and the
+-- per-stream timelines read them together; columns a kind lacks are NULL. ts/dur: wall ns like
+-- every other row (CUPTI was given the host's CLOCK_MONOTONIC as its timestamp source). Added
+-- after schema 2's first files: a file without it has no GPU activity.
+CREATE TABLE gpu_activity (
+  kind        TEXT NOT NULL,     -- kernel | memcpy | memset | sync | overhead
+  pid         INTEGER NOT NULL,
+  ts          INTEGER NOT NULL,  -- start, wall ns
+  dur         INTEGER NOT NULL,  -- ns
+  device      INTEGER,           -- CUDA device ordinal
+  context     INTEGER,           -- CUPTI context id
+  stream      INTEGER,           -- CUPTI stream id
+  correlation INTEGER,           -- CUPTI correlation id (ties a row to its API call)
+  name_id     INTEGER,           -- kernel: gpu_kernel_names.id
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  bytes       INTEGER,           -- memcpy, memset
+  copy_kind   TEXT,              -- memcpy: HtoD | DtoH | DtoD | HtoH | PtoP | other
+  src_kind    TEXT,              -- memcpy: pageable | pinned | device | managed | array | other
+  dst_kind    TEXT,
+  detail      TEXT               -- sync: its type; overhead: its kind; memset: memory kind
+);
+
+-- Kernel names of gpu_activity (untrusted text from the traced process): name demangled where
+-- it demangles, mangled as CUPTI gave it.
+CREATE TABLE gpu_kernel_names (
+  id      INTEGER PRIMARY KEY,
+  pid     INTEGER NOT NULL,
+  name    TEXT NOT NULL,
+  mangled TEXT NOT NULL
+);

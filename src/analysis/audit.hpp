@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/explain.hpp"
+#include "analysis/gpu_truth.hpp"
 #include "analysis/pinning.hpp"
 #include "analysis/rows.hpp"
 
@@ -163,6 +164,8 @@ struct ProcessAudit : AuditFigures {
   std::vector<DeviceAudit> devices;
   // How many threads moved between devices in the window (their budgets count on one).
   size_t moved_threads = 0;
+  // The device's own busy time and top kernels (trace --gpu-activity; gpu_truth.hpp).
+  std::optional<ProcessGpuTruth> gpu_truth;
 };
 
 struct AuditReport {

@@ -10,6 +10,7 @@
 
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
+#include "analysis/gpu_truth.hpp"
 #include "cli/commands.hpp"
 #include "cli/window_flags.hpp"
 #include "export/audit_render.hpp"
@@ -34,8 +35,11 @@ int run_audit(const AuditFlags& f) {
   if (!file) return fail(file.error().line(), file.error().exit_code);
   auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
-  const analysis::AuditReport report =
+  analysis::AuditReport report =
       analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = f.price});
+  // trace --gpu-activity: the device's own busy time where the trace has it.
+  if (Status t = analysis::add_gpu_truth(file.value()->db(), report); !t)
+    return fail(t.error().line(), t.error().exit_code);
   const std::string out = f.json ? render::audit_json(report).dump(
                                        2, ' ', false, nlohmann::json::error_handler_t::replace) +
                                        "\n"

@@ -41,6 +41,7 @@ struct TraceFlags {
   uint32_t hold_bound_ms = 2000;
   std::string metrics;
   std::string keep, max_size;
+  std::string gpu_activity, gpu_activity_socket;
   std::string max_size_floor = "64M";  // hidden: tests record into smaller budgets
   uint32_t age_check_ms = 1000;        // hidden: how often --keep is applied
 };
@@ -140,13 +141,26 @@ void add_trace_command(CLI::App& root, Runner& run) {
   cmd->add_option("--age-check-ms", flags->age_check_ms,
                   "How often --keep is applied, in ms (for tests)")
       ->group("");
+  cmd->add_option("--gpu-activity", flags->gpu_activity,
+                  "GPU truth for the launched command (trace --gpu-activity [DURATION] -- CMD): "
+                  "gpuwhy's CUPTI client, loaded by the CUDA driver (CUDA_INJECTION64_PATH), "
+                  "records every kernel, copy, memset and sync as the device ran it; for "
+                  "DURATION (30s) only, when given. Costs the job CUPTI's own tracing overhead, "
+                  "most on launch-bound work (docs/performance.md); steps aside when another "
+                  "CUPTI profiler is present")
+      ->expected(0, 1);
+  cmd->add_option("--gpu-activity-socket", flags->gpu_activity_socket,
+                  "With --gpu-activity: also for CUDA processes you start yourself (a service): "
+                  "receive their records on a socket bound at PATH (0600); the agent logs the "
+                  "CUDA_INJECTION64_PATH and GPUWHY_GPU_ACTIVITY_SOCKET to start them with");
   cmd->add_option("command", flags->command,
                   "A command to launch and trace from its first instruction, after --: only it "
                   "and its descendants are traced, and gpuwhy exits with its status");
 
   cmd->callback([flags, cmd, &run] {
     const bool metrics_given = cmd->count("--metrics") > 0;  // an empty value is refused, not off
-    run = [flags, metrics_given] {
+    const bool gpu_activity = cmd->count("--gpu-activity") > 0;
+    run = [flags, metrics_given, gpu_activity] {
       TraceOptions opt;
       if (!flags->duration.empty()) {
         opt.duration_ns = parse_duration_ns(flags->duration.c_str());
@@ -230,6 +244,24 @@ void add_trace_command(CLI::App& root, Runner& run) {
                           flags->max_size_floor,
                       2);
         opt.retention.max_bytes = *size;
+      }
+      if (!flags->gpu_activity_socket.empty() && !gpu_activity)
+        return fail("--gpu-activity-socket needs --gpu-activity", 2);
+      if (gpu_activity) {
+        if (flags->command.empty() && flags->gpu_activity_socket.empty())
+          return fail(
+              "--gpu-activity needs a command to launch (trace --gpu-activity -- CMD) or "
+              "--gpu-activity-socket PATH for processes you start yourself",
+              2);
+        opt.gpu_activity_socket = flags->gpu_activity_socket;
+        opt.gpu_activity = true;
+        if (!flags->gpu_activity.empty()) {
+          opt.gpu_activity_ns = parse_duration_ns(flags->gpu_activity.c_str());
+          if (opt.gpu_activity_ns <= 0)
+            return fail(
+                "--gpu-activity '" + flags->gpu_activity + "' is not a duration; use e.g. 30s, 5m",
+                2);
+        }
       }
       if (flags->age_check_ms == 0) return fail("--age-check-ms must be at least 1", 2);
       opt.retention.age_check_ns = int64_t{flags->age_check_ms} * 1'000'000;

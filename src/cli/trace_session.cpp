@@ -35,7 +35,9 @@
 #include "core/stop.hpp"
 #include "discover/discover.hpp"
 #include "discover/symbolize.hpp"
+#include "gpu_activity/receiver.hpp"
 #include "gpuwhy/abi/events.h"
+#include "gpuwhy/abi/gpu_activity.h"
 #include "metrics/live_metrics.hpp"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
@@ -259,6 +261,10 @@ class Recorder {
 class TraceSession {
  public:
   explicit TraceSession(const TraceOptions& opt) : opt_(opt), queue_(64) {}
+  ~TraceSession() { gpu_activity::remove_client_library(gpu_client_path_); }
+  Status prepare_gpu_activity();
+  void start_gpu_activity();
+  void finish_gpu_activity();
   int run();
 
  private:
@@ -299,6 +305,10 @@ class TraceSession {
   uint32_t probes_attached_ = 0;
   uint64_t batches_at_stop_ = 0;  // launch batches read from task storage after the probes left
   std::unique_ptr<LaunchedCommand> command_;  // trace -- CMD
+  // trace --gpu-activity: the CUPTI client's socket and the library file written for it.
+  std::unique_ptr<gpu_activity::Receiver> gpu_;
+  std::string gpu_client_path_;
+  std::atomic<uint64_t> gpu_write_lost_{0};
   std::unique_ptr<ProcessHolds> holds_;
   std::unique_ptr<metrics::LiveMetrics> metrics_;  // trace --metrics
   bool started_ = false;  // the initial scan is done: a runtime found later was found late
@@ -597,6 +607,11 @@ TraceCounts TraceSession::counts() const {
     c.py_unsupported = py_->unsupported_processes();
   }
   c.dropped = dropped_.load();
+  if (gpu_) {
+    c.gpu_losses = gpu_->losses();
+    c.gpu_losses.push_back({"cupti", "write_error", gpu_write_lost_.load()});
+    c.gpu_counts = gpu_->event_counts();
+  }
   if (stopping_early_)
     c.stop_cause = stop_cause_;
   else if (hurry_requested())
@@ -611,11 +626,80 @@ void TraceSession::flush_counts() {
   (void)rec_->writer().set_counts(c.losses(), c.event_counts());
 }
 
+// trace --gpu-activity, before the command is forked: the client library written out, the
+// socket made, and the command's environment set (CUDA_INJECTION64_PATH, the socket's fd, the
+// time box); the agent's own environment is restored right after the fork.
+Status TraceSession::prepare_gpu_activity() {
+  if (const char* other = std::getenv("CUDA_INJECTION64_PATH"); other && *other)
+    return Error{std::string("CUDA_INJECTION64_PATH is already set (") + other +
+                     "): another tool injects itself into CUDA; --gpu-activity cannot as well",
+                 "unset it, or trace without --gpu-activity"};
+  auto lib = gpu_activity::write_client_library();
+  if (!lib) return lib.error();
+  gpu_client_path_ = *lib;
+  const uint64_t until =
+      opt_.gpu_activity_ns > 0 ? static_cast<uint64_t>(monotonic_ns() + opt_.gpu_activity_ns) : 0;
+  const std::string& sock = opt_.gpu_activity_socket;
+  auto r = sock.empty() ? gpu_activity::Receiver::create(until)
+                        : gpu_activity::Receiver::bind(sock, until);
+  if (!r) return r.error();
+  gpu_ = std::move(r.value());
+  if (!sock.empty()) {  // what a service needs, on one line a script can take
+    std::string env =
+        "CUDA_INJECTION64_PATH=" + gpu_client_path_ + " " + GW_GA_ENV_SOCKET + "=" + sock;
+    if (until) env += std::string(" ") + GW_GA_ENV_UNTIL + "=" + std::to_string(until);
+    std::fprintf(stderr, "gpuwhy: GPU activity: start CUDA processes with %s\n", env.c_str());
+  }
+  if (opt_.command.empty()) return {};
+  ::setenv("CUDA_INJECTION64_PATH", gpu_client_path_.c_str(), 1);
+  if (sock.empty())
+    ::setenv(GW_GA_ENV_FD, std::to_string(gpu_->client_fd()).c_str(), 1);
+  else
+    ::setenv(GW_GA_ENV_SOCKET, sock.c_str(), 1);
+  if (until) ::setenv(GW_GA_ENV_UNTIL, std::to_string(until).c_str(), 1);
+  return {};
+}
+
+void TraceSession::start_gpu_activity() {
+  (void)rec_->writer().set_probe_family("gpu_activity", "off",
+                                        "no CUDA process has loaded the CUPTI client yet");
+  gpu_->start(clock_, [this](std::span<const store::GpuKernelName> names,
+                             std::span<const store::GpuActivityRow> rows) {
+    std::lock_guard lock(rec_->mu());
+    if (stopping_early_) return;
+    if (Status s = rec_->writer().write_gpu_activity(names, rows); !s) {
+      if (gpu_write_lost_.fetch_add(rows.size()) == 0)
+        spdlog::error("{} (further GPU activity write errors are counted in losses)",
+                      s.error().line());
+    }
+  });
+}
+
+// After the command ended (its client flushed at exit): what is still queued is written, and the
+// family row says whether, and why not, GPU activity was recorded.
+void TraceSession::finish_gpu_activity() {
+  gpu_->stop();
+  const auto [state, detail] = gpu_->family_state();
+  std::lock_guard lock(rec_->mu());
+  (void)rec_->writer().set_probe_family("gpu_activity", state, detail);
+  if (state != "on") spdlog::warn("GPU activity: {} ({})", state, detail);
+}
+
 int TraceSession::run() {
   if (Status v = validate(); !v) return fail(v.error().line());
   // The command first, before any thread: it waits on a pipe until the probes are in place.
+  if (opt_.gpu_activity && opt_.command.empty())  // --gpu-activity-socket alone
+    if (Status g = prepare_gpu_activity(); !g) return fail(g.error().line());
   if (!opt_.command.empty()) {
+    if (opt_.gpu_activity)
+      if (Status g = prepare_gpu_activity(); !g) return fail(g.error().line());
     auto c = LaunchedCommand::fork_waiting(opt_.command);
+    if (gpu_) {
+      for (const char* v :
+           {"CUDA_INJECTION64_PATH", GW_GA_ENV_FD, GW_GA_ENV_SOCKET, GW_GA_ENV_UNTIL})
+        ::unsetenv(v);
+      gpu_->close_client_fd();
+    }
     if (!c) return fail(c.error().line());
     command_ = std::move(c.value());
     pid_filter_.insert(static_cast<uint32_t>(command_->pid()));
@@ -720,6 +804,8 @@ int TraceSession::run() {
           "long the host waited in them",
           category_name(c));
   }
+
+  if (gpu_) start_gpu_activity();
 
   reader_ = std::make_unique<reader::RingReader>(clock_, queue_, hints_, reader_options());
   if (Status s = reader_->open(probes_->events_ring_fd(), probes_->lifecycle_ring_fd()); !s)
@@ -826,6 +912,7 @@ int TraceSession::run() {
   batches_at_stop_ = open_batches->size();
   queue_.close();
   writer_thread.join();
+  if (gpu_) finish_gpu_activity();
   {
     std::unique_lock lock(rec_->mu());
     write_python_frames();

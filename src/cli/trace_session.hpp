@@ -53,6 +53,15 @@ struct TraceOptions {
   // Flight recorder (--keep, --max-size): the file keeps a recent window within a size budget,
   // the oldest data going first; SIGHUP then does not stop the trace.
   store::RetentionOptions retention;
+  // trace --gpu-activity [DURATION]: the launched command loads gpuwhy's CUPTI client
+  // (CUDA_INJECTION64_PATH), whose kernel, copy, memset and sync records become gpu_activity
+  // rows; after gpu_activity_ns (0: no bound) the client turns CUPTI's activity off.
+  bool gpu_activity = false;
+  int64_t gpu_activity_ns = 0;
+  // trace --gpu-activity-socket PATH: the records come to a socket bound there, for processes
+  // the user starts with CUDA_INJECTION64_PATH and GPUWHY_GPU_ACTIVITY_SOCKET set (the agent
+  // logs both); a launched command is pointed at it too.
+  std::string gpu_activity_socket;
 };
 
 // Runs a whole trace; returns the exit code (and prints the summary / the one-line error).

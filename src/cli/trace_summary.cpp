@@ -53,6 +53,7 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   out.push_back({"python", "frame_unresolved", py_frames_unresolved});
   out.push_back({"python", "unsupported_process", py_unsupported});
   if (!stop_cause.empty()) out.push_back({"store", stop_cause, dropped});
+  out.insert(out.end(), gpu_losses.begin(), gpu_losses.end());
   return out;
 }
 
@@ -75,6 +76,7 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   out.emplace_back("launch_nested_skipped", bpf[GW_CNT_LAUNCH_NESTED_SKIPPED]);
   out.emplace_back("launch_batch_at_stop", batches_at_stop);
   out.emplace_back("held_processes", held);
+  out.insert(out.end(), gpu_counts.begin(), gpu_counts.end());
   return out;
 }
 

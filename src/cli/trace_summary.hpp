@@ -36,6 +36,9 @@ struct TraceCounts {
   // received afterwards and dropped, stored as ("store", stop_cause).
   std::string stop_cause;
   uint64_t dropped = 0;
+  // trace --gpu-activity: the CUPTI hand-off's losses (source "cupti") and counts.
+  std::vector<store::LossCount> gpu_losses;
+  std::vector<std::pair<std::string, uint64_t>> gpu_counts;
 
   // Every loss cause, zeros included; source "discovery" counts processes, the others events.
   std::vector<store::LossCount> losses() const;

@@ -149,6 +149,69 @@ std::string busy_text(const analysis::AuditFigures& p, const char* indent, size_
       fmt_duration(p.busy.upper_ns));
 }
 
+// trace --gpu-activity: the device's busy time, measured, with the host estimate beside it.
+std::string truth_text(const analysis::GpuTruthFigures& t, const char* indent, size_t gpus) {
+  std::string out = fmt::format(
+      "{}GPU busy (device, CUPTI): {} of {}{} ({}): kernels {}, copies {}, memsets {}\n", indent,
+      fmt_duration(t.busy_ns), fmt_duration(t.span_ns),
+      gpus > 1 ? fmt::format(", its {} GPUs' spans summed,", gpus) : std::string(),
+      fmt_percent(share(t.busy_ns, t.span_ns)), fmt_duration(t.kernel_ns), fmt_duration(t.copy_ns),
+      fmt_duration(t.memset_ns));
+  const int64_t err = t.host_error_ns();
+  out += fmt::format("{}  host-side estimate {} ({}), {} {} the truth ({} of the span)\n", indent,
+                     fmt_duration(t.host_estimate_ns),
+                     fmt_percent(share(t.host_estimate_ns, t.span_ns)),
+                     fmt_duration(err < 0 ? -err : err), err < 0 ? "under" : "over",
+                     fmt_percent(share(err < 0 ? -err : err, t.span_ns)));
+  if (t.pageable_copies > 0)
+    out += fmt::format("{}  {} copies with pageable host memory took {} on the device\n", indent,
+                       t.pageable_copies, fmt_duration(t.pageable_copy_ns));
+  return out;
+}
+
+// A kernel name is the traced program's text: control characters are not printed as such.
+std::string printable_name(const std::string& name) {
+  std::string out = name.size() > 80 ? name.substr(0, 77) + "..." : name;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+std::string top_kernels_text(const analysis::ProcessGpuTruth& t, const char* indent) {
+  std::string out;
+  const size_t n = std::min<size_t>(t.top_kernels.size(), 5);
+  for (size_t i = 0; i < n; ++i) {
+    const analysis::TopKernel& k = t.top_kernels[i];
+    out += fmt::format("{}{} {} in {} launches ({} of kernel time): {}\n", indent,
+                       i == 0 ? "top kernels:" : "            ", fmt_duration(k.total_ns), k.count,
+                       fmt_percent(share(k.total_ns, t.figures.kernel_ns)), printable_name(k.name));
+  }
+  return out;
+}
+
+const analysis::GpuTruthFigures* device_truth(const analysis::ProcessAudit& p, int device) {
+  if (!p.gpu_truth) return nullptr;
+  for (const auto& [d, f] : p.gpu_truth->devices)
+    if (d == device) return &f;
+  return nullptr;
+}
+
+json truth_json(const analysis::GpuTruthFigures& t) {
+  return {{"busy_ns", t.busy_ns},
+          {"span_ns", t.span_ns},
+          {"ratio", round4(share(t.busy_ns, t.span_ns))},
+          {"kernel_ns", t.kernel_ns},
+          {"copy_ns", t.copy_ns},
+          {"memset_ns", t.memset_ns},
+          {"kernels", t.kernels},
+          {"copies", t.copies},
+          {"memsets", t.memsets},
+          {"pageable_copies", t.pageable_copies},
+          {"pageable_copy_ns", t.pageable_copy_ns},
+          {"host_estimate_ns", t.host_estimate_ns},
+          {"host_error_ns", t.host_error_ns()}};
+}
+
 std::string tids_text(const std::vector<uint32_t>& tids) {
   std::string out;
   for (uint32_t t : tids) out += (out.empty() ? "" : ", ") + std::to_string(t);
@@ -174,7 +237,12 @@ std::string audit_text(const analysis::AuditReport& r) {
                        std::string(analysis::regime_name(p.regime)), fmt_duration(span));
     out += "  why:  " + p.evidence + "\n";
     out += "  move: " + p.move + "\n";
-    out += busy_text(p, "  ", p.devices.size());
+    if (p.gpu_truth) {  // the device's own figures replace the host-side range
+      out += truth_text(p.gpu_truth->figures, "  ", p.devices.size());
+      out += top_kernels_text(*p.gpu_truth, "  ");
+    } else {
+      out += busy_text(p, "  ", p.devices.size());
+    }
     if (r.price_per_gpu_hour > 0)
       out += fmt::format("  cost: {} for its span, {} of it lost to the causes below\n",
                          money(p.cost), money(p.lost_cost));
@@ -205,7 +273,10 @@ std::string audit_text(const analysis::AuditReport& r) {
                          std::string(analysis::regime_name(d.regime)),
                          fmt_duration(d.last_ns - d.first_ns));
       out += "    why:  " + d.evidence + "\n";
-      out += busy_text(d, "    ", 1);
+      if (const analysis::GpuTruthFigures* t = device_truth(p, d.device))
+        out += truth_text(*t, "    ", 1);
+      else
+        out += busy_text(d, "    ", 1);
       out += memory_text(d.memory, "    ");
     }
   }
@@ -282,6 +353,8 @@ json audit_json(const analysis::AuditReport& r) {
     for (const analysis::DeviceAudit& d : p.devices) {
       json x{{"device", d.device}, {"tids", d.tids}};
       figures_json(x, d, r.price_per_gpu_hour);
+      if (const analysis::GpuTruthFigures* t = device_truth(p, d.device))
+        x["gpu_truth"] = truth_json(*t);
       devices.push_back(std::move(x));
     }
     j["moved_threads"] = p.moved_threads;
@@ -291,6 +364,15 @@ json audit_json(const analysis::AuditReport& r) {
                           {"inside_calls_ns", p.driver.inside_calls_ns},
                           {"outside_calls_ns", p.driver.ns - p.driver.inside_calls_ns}};
     j["devices"] = std::move(devices);
+    if (p.gpu_truth) {
+      json t = truth_json(p.gpu_truth->figures);
+      json top = json::array();
+      for (const analysis::TopKernel& k : p.gpu_truth->top_kernels)
+        top.push_back(
+            {{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns}, {"max_ns", k.max_ns}});
+      t["top_kernels"] = std::move(top);
+      j["gpu_truth"] = std::move(t);
+    }
     procs.push_back(std::move(j));
   }
   json out{{"schema", "gpuwhy.audit/1"},

@@ -74,6 +74,28 @@ struct PythonProcessRow {
   uint64_t runtime_addr = 0, runtime_size = 0;  // _PyRuntime in the process; 0: not found
 };
 
+// One row of gpu_activity (trace --gpu-activity): a kernel, copy, memset, synchronisation or
+// CUPTI overhead as the device reported it. kind and the *_kind texts point at static strings;
+// negative numbers and empty texts are NULL.
+struct GpuActivityRow {
+  std::string_view kind;  // kernel | memcpy | memset | sync | overhead
+  uint32_t pid = 0;
+  int64_t ts = 0, dur = 0;  // wall ns
+  int64_t device = -1, context = -1, stream = -1, correlation = -1;
+  int64_t name_id = -1;  // gpu_kernel_names.id
+  bool has_dims = false;
+  int32_t grid[3] = {}, block[3] = {};
+  int64_t bytes = -1;
+  std::string_view copy_kind, src_kind, dst_kind, detail;
+};
+
+// A kernel's name (gpu_kernel_names).
+struct GpuKernelName {
+  int64_t id = 0;
+  uint32_t pid = 0;
+  std::string name, mangled;
+};
+
 struct LossCount {
   std::string source;  // bpf | reader | store
   std::string cause;
@@ -122,6 +144,9 @@ class TraceWriter {
   // The frames of named Python stacks, in one transaction.
   Status write_python_frames(std::span<const PythonFrameRow> frames);
   Status add_python_process(const PythonProcessRow& p);
+  // GPU activity rows and the kernel names they use, in one transaction.
+  Status write_gpu_activity(std::span<const GpuKernelName> names,
+                            std::span<const GpuActivityRow> rows);
 
   // Replaces the stored loss and per-source counts (called periodically and at the end). The
   // store knows the events of batches that failed to commit: ("store", "write_error") is at least

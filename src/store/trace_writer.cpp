@@ -393,6 +393,57 @@ Status TraceWriter::set_probe_family(std::string_view family, std::string_view s
   return s->run() == SQLITE_DONE ? Status{} : sqlite_error(m.db, "writing probe_families");
 }
 
+Status TraceWriter::write_gpu_activity(std::span<const GpuKernelName> names,
+                                       std::span<const GpuActivityRow> rows) {
+  Impl& m = *impl_;
+  if (names.empty() && rows.empty()) return {};
+  auto n = Stmt::prepare(m.db,
+                         "INSERT OR REPLACE INTO gpu_kernel_names(id, pid, name, mangled) "
+                         "VALUES (?,?,?,?)",
+                         "writing gpu_kernel_names");
+  if (!n) return n.error();
+  auto s = Stmt::prepare(m.db,
+                         "INSERT INTO gpu_activity(kind, pid, ts, dur, device, context, stream, "
+                         "correlation, name_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
+                         "bytes, copy_kind, src_kind, dst_kind, detail) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "writing gpu_activity");
+  if (!s) return s.error();
+  return transaction(
+      [&]() -> Status {
+        for (const GpuKernelName& k : names) {
+          n->i64(1, k.id);
+          n->i64(2, k.pid);
+          n->text(3, k.name);
+          n->text(4, k.mangled);
+          if (n->run() != SQLITE_DONE) return sqlite_error(m.db, "writing gpu_kernel_names");
+        }
+        for (const GpuActivityRow& r : rows) {
+          s->text(1, r.kind);
+          s->i64(2, r.pid);
+          s->i64(3, r.ts);
+          s->i64(4, r.dur);
+          s->opt(5, r.device >= 0, r.device);
+          s->opt(6, r.context >= 0, r.context);
+          s->opt(7, r.stream >= 0, r.stream);
+          s->opt(8, r.correlation >= 0, r.correlation);
+          s->opt(9, r.name_id >= 0, r.name_id);
+          for (int i = 0; i < 3; ++i) {
+            s->opt(10 + i, r.has_dims, r.grid[i]);
+            s->opt(13 + i, r.has_dims, r.block[i]);
+          }
+          s->opt(16, r.bytes >= 0, r.bytes);
+          s->text_or_null(17, r.copy_kind);
+          s->text_or_null(18, r.src_kind);
+          s->text_or_null(19, r.dst_kind);
+          s->text_or_null(20, r.detail);
+          if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing gpu_activity");
+        }
+        return Status{};
+      },
+      {});
+}
+
 Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
   Impl& m = *impl_;
   if (frames.empty()) return {};

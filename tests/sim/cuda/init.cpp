@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "cuda/cuda_front.hpp"
+#include "gwsim/gwsim.h"
 
 namespace gwsim::cuda {
 namespace {
@@ -54,6 +55,7 @@ CUresult cuInit(unsigned int Flags) {
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (Device::get().config().device_count <= 0) return kNoDevice;
   mark_initialized();
+  gwsim_load_cuda_injection();  // CUDA_INJECTION64_PATH, as NVIDIA's cuInit loads it
   return CUDA_SUCCESS;
 }
 

@@ -64,37 +64,37 @@ cudaError_t copy_2d(const gwsim::ApiCounter* api, const Copy& c, size_t dpitch, 
 extern "C" {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_1d(gw_api, {dst, src, count, kind, nullptr, DefaultStream::kLegacy, true});
 }
 
 cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_1d(gw_api, {dst, src, count, kind, nullptr, DefaultStream::kPerThread, true});
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_1d(gw_api, {dst, src, count, kind, stream, DefaultStream::kLegacy, false});
 }
 
 cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                                  cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_1d(gw_api, {dst, src, count, kind, stream, DefaultStream::kPerThread, false});
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_2d(gw_api, {dst, src, width, kind, nullptr, DefaultStream::kLegacy, true}, dpitch,
                  spitch, height);
 }
 
 cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_2d(gw_api, {dst, src, width, kind, nullptr, DefaultStream::kPerThread, true}, dpitch,
                  spitch, height);
 }
@@ -102,7 +102,7 @@ cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, enum cudaMemcpyKind kind,
                               cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_2d(gw_api, {dst, src, width, kind, stream, DefaultStream::kLegacy, false}, dpitch,
                  spitch, height);
 }
@@ -110,33 +110,33 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
                                    size_t width, size_t height, enum cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return copy_2d(gw_api, {dst, src, width, kind, stream, DefaultStream::kPerThread, false}, dpitch,
                  spitch, height);
 }
 
 // Memsets of device memory are asynchronous to the host even through the non-Async names.
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)value;
   return result(Device::get().memset(gw_api, handle(devPtr), count, 0, DefaultStream::kLegacy));
 }
 
 cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)value;
   return result(Device::get().memset(gw_api, handle(devPtr), count, 0, DefaultStream::kPerThread));
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)value;
   return result(
       Device::get().memset(gw_api, handle(devPtr), count, handle(stream), DefaultStream::kLegacy));
 }
 
 cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)value;
   return result(Device::get().memset(gw_api, handle(devPtr), count, handle(stream),
                                      DefaultStream::kPerThread));

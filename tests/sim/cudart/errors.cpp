@@ -56,17 +56,17 @@ using namespace gwsim::cudart;
 extern "C" {
 
 cudaError_t cudaGetLastError(void) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return last_error(/*reset=*/true);
 }
 
 cudaError_t cudaPeekAtLastError(void) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return last_error(/*reset=*/false);
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   switch (error) {
     case cudaSuccess:
       return "no error";
@@ -90,14 +90,14 @@ const char* cudaGetErrorString(cudaError_t error) {
 }
 
 cudaError_t cudaGetDeviceCount(int* count) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (count == nullptr) return fail(cudaErrorInvalidValue);
   *count = Device::get().config().device_count;
   return *count > 0 ? cudaSuccess : fail(kNoDevice);
 }
 
 cudaError_t cudaSetDevice(int device) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (device < 0 || device >= Device::get().config().device_count) {
     return fail(cudaErrorInvalidDevice);
   }
@@ -106,7 +106,7 @@ cudaError_t cudaSetDevice(int device) {
 }
 
 cudaError_t cudaGetDevice(int* device) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (device == nullptr) return fail(cudaErrorInvalidValue);
   *device = Device::selected();
   return cudaSuccess;

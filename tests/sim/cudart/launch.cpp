@@ -115,7 +115,7 @@ extern "C" {
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (const Driver* d = driver())
     return driver_launch(d->launch, func, gridDim, blockDim, args, sharedMem, stream);
   (void)args;
@@ -126,7 +126,7 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                   size_t sharedMem, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (const Driver* d = driver())
     return driver_launch(d->launch_ptsz, func, gridDim, blockDim, args, sharedMem, stream);
   (void)args;
@@ -136,7 +136,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (const Driver* d = driver()) return driver_launch_config(d->launch_ex, config, func, args);
   (void)args;
   return launch_config(gw_api, config, func, DefaultStream::kLegacy);
@@ -144,7 +144,7 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                      void** args) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (const Driver* d = driver())
     return driver_launch_config(d->launch_ex_ptsz, config, func, args);
   (void)args;
@@ -152,13 +152,13 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const voi
 }
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(
       Device::get().launch_graph(gw_api, graphExec, handle(stream), DefaultStream::kLegacy));
 }
 
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(
       Device::get().launch_graph(gw_api, graphExec, handle(stream), DefaultStream::kPerThread));
 }

@@ -12,48 +12,48 @@ using namespace gwsim::cudart;
 extern "C" {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().sync_stream(gw_api, handle(stream), DefaultStream::kLegacy));
 }
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().sync_stream(gw_api, handle(stream), DefaultStream::kPerThread));
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().sync_device(gw_api));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().sync_event(gw_api, handle(event)));
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)flags;
   return result(
       Device::get().stream_wait_event(handle(stream), DefaultStream::kLegacy, handle(event)));
 }
 
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)flags;
   return result(
       Device::get().stream_wait_event(handle(stream), DefaultStream::kPerThread, handle(event)));
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (pStream == nullptr) return fail(cudaErrorInvalidValue);
   *pStream = reinterpret_cast<cudaStream_t>(Device::get().engine().create_stream());
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)flags;
   if (pStream == nullptr) return fail(cudaErrorInvalidValue);
   *pStream = reinterpret_cast<cudaStream_t>(Device::get().engine().create_stream());
@@ -61,25 +61,25 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   const bool ok = Device::get().engine().destroy_stream(handle(stream));
   return ok ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().engine().query_stream(handle(stream), DefaultStream::kLegacy));
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   if (event == nullptr) return fail(cudaErrorInvalidValue);
   *event = reinterpret_cast<cudaEvent_t>(Device::get().engine().create_event());
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   (void)flags;
   if (event == nullptr) return fail(cudaErrorInvalidValue);
   *event = reinterpret_cast<cudaEvent_t>(Device::get().engine().create_event());
@@ -87,18 +87,18 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(
       Device::get().engine().record_event(handle(event), handle(stream), DefaultStream::kLegacy));
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   return result(Device::get().engine().query_event(handle(event)));
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  GWSIM_ENTER();
+  GWSIM_CUDART_ENTER();
   const bool ok = Device::get().engine().destroy_event(handle(event));
   return ok ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
 }

@@ -108,7 +108,9 @@ uint64_t Device::kernel_ns(const void* key) {
 Status Device::submit(const ApiCounter* api, uint64_t stream, DefaultStream scope, const Op& op,
                       uint64_t* seq) {
   uint64_t waited = 0;
-  const Status st = engine_.submit(stream, scope, op, seq, &waited);
+  Op o = op;
+  o.device = ordinal_;
+  const Status st = engine_.submit(stream, scope, std::move(o), seq, &waited);
   stats_.add_blocked(api, waited);
   return st;
 }
@@ -123,7 +125,11 @@ Status Device::launch(const ApiCounter* api, const void* func, Dims grid, Dims b
   if (!engine_.has_stream(stream, scope)) return Status::kInvalidHandle;
   burn(launch_ns_.load(std::memory_order_relaxed));
   uint64_t seq = 0;
-  return submit(api, stream, scope, Op{OpKind::kKernel, kernel_ns(func)}, &seq);
+  Op op{OpKind::kKernel, kernel_ns(func)};
+  op.func = func;
+  op.grid[0] = grid.x, op.grid[1] = grid.y, op.grid[2] = grid.z;
+  op.block[0] = block.x, op.block[1] = block.y, op.block[2] = block.z;
+  return submit(api, stream, scope, op, &seq);
 }
 
 Status Device::launch_graph(const ApiCounter* api, const void* graph, uint64_t stream,
@@ -132,7 +138,9 @@ Status Device::launch_graph(const ApiCounter* api, const void* graph, uint64_t s
   if (!engine_.has_stream(stream, scope)) return Status::kInvalidHandle;
   burn(launch_ns_.load(std::memory_order_relaxed));
   uint64_t seq = 0;
-  return submit(api, stream, scope, Op{OpKind::kGraph, kernel_ns(graph)}, &seq);
+  Op op{OpKind::kGraph, kernel_ns(graph)};
+  op.func = graph;
+  return submit(api, stream, scope, op, &seq);
 }
 
 Status Device::plan_copy(const CopyRequest& r, CopyPlan* plan) {
@@ -194,8 +202,9 @@ Status Device::copy(const ApiCounter* api, const CopyRequest& r) {
   if (!engine_.has_stream(r.stream, r.scope)) return Status::kInvalidHandle;
 
   uint64_t seq = 0;
-  Status st =
-      submit(api, r.stream, r.scope, Op{OpKind::kCopy, plan.duration_ns, r.bytes, plan.dir}, &seq);
+  Op op{OpKind::kCopy, plan.duration_ns, r.bytes, plan.dir};
+  op.pageable = plan.pageable;
+  Status st = submit(api, r.stream, r.scope, op, &seq);
   if (st != Status::kOk) return st;
   // Pageable memory cannot be DMA'd: the driver stages it through pinned buffers on the host CPU,
   // before the DMA for uploads and after it for downloads. That is also why a download to

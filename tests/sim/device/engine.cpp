@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "gwsim/clock.hpp"
+#include "gwsim/gwsim.h"
 
 namespace gwsim {
 namespace {
@@ -29,6 +30,9 @@ uint64_t handle_of(const std::unique_ptr<T>& p) {
 }
 
 }  // namespace
+
+std::atomic<gwsim_activity_fn> g_activity_hook{nullptr};
+std::atomic<void*> g_activity_ctx{nullptr};
 
 Engine::Engine(uint64_t queue_depth) : queue_depth_(queue_depth), gpu_([this] { run(); }) {}
 
@@ -84,6 +88,7 @@ void Engine::run() {
       return;
     }
     account(op);
+    report(op, start, end);
     completed_ = op.seq;
     if (done_waiters_ > 0) done_cv_.notify_all();
   }
@@ -94,9 +99,11 @@ void Engine::account(const Op& op) {
   switch (op.kind) {
     case OpKind::kKernel:
       ++totals_.kernels;
+      totals_.kernel_ns += op.duration_ns;
       break;
     case OpKind::kGraph:
       ++totals_.graphs;
+      totals_.kernel_ns += op.duration_ns;
       break;
     case OpKind::kMemset:
       ++totals_.memsets;
@@ -111,6 +118,28 @@ void Engine::account(const Op& op) {
       totals_.collective_bytes += op.bytes;
       break;
   }
+}
+
+// The profiler's view of one executed operation (tests/sim/cupti, the mock libcupti), on the GPU
+// thread with the engine locked: the hook only copies it.
+void Engine::report(const Op& op, uint64_t start, uint64_t end) {
+  gwsim_activity_fn fn = g_activity_hook.load(std::memory_order_acquire);
+  if (fn == nullptr) return;
+  gwsim_activity a{};
+  a.kind = static_cast<uint32_t>(op.kind);
+  a.device = static_cast<uint32_t>(op.device);
+  a.start_ns = start;
+  a.end_ns = end;
+  a.bytes = op.bytes;
+  a.stream = op.stream_key;
+  a.func = op.func;
+  for (int i = 0; i < 3; ++i) {
+    a.grid[i] = op.grid[i];
+    a.block[i] = op.block[i];
+  }
+  a.dir = static_cast<uint32_t>(op.dir);
+  a.pageable = op.pageable ? 1 : 0;
+  fn(&a, g_activity_ctx.load(std::memory_order_acquire));
 }
 
 Engine::StreamState* Engine::resolve(uint64_t handle, DefaultStream scope) {
@@ -190,6 +219,7 @@ Status Engine::submit(uint64_t stream, DefaultStream scope, Op op, uint64_t* seq
   StreamState* s = resolve(stream, scope);
   if (s == nullptr) return Status::kInvalidHandle;
   op.seq = ++submitted_;
+  op.stream_key = reinterpret_cast<uint64_t>(s);
   op.submit_ns = now_ns();
   s->last_seq = op.seq;
   queue_.push_back(op);

@@ -14,6 +14,7 @@
 // is exactly the sum of the durations.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -24,8 +25,13 @@
 #include <unordered_map>
 
 #include "device/status.hpp"
+#include "gwsim/gwsim.h"
 
 namespace gwsim {
+
+// The profiler hook (gwsim_set_activity_hook): null when none.
+extern std::atomic<gwsim_activity_fn> g_activity_hook;
+extern std::atomic<void*> g_activity_ctx;
 
 enum class OpKind : uint8_t { kKernel, kGraph, kCopy, kMemset, kCollective };
 
@@ -39,6 +45,12 @@ struct Op {
   // Run by the GPU thread, engine unlocked, before the operation starts: an NCCL kernel waiting
   // for its peers (GWSIM_NCCL_ASYNC). The GPU is held, not busy, while it runs.
   std::function<void()> gate;
+  // What a profiler reports of it (gwsim_activity, gwsim_set_activity_hook): set by Device.
+  const void* func = nullptr;  // kernels: the function (or graph exec) launched
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  bool pageable = false;  // copies: the host side is ordinary memory
+  int device = 0;
+  uint64_t stream_key = 0;  // assigned at submission: the stream's state (a stable id)
 };
 
 // What the GPU has executed so far (the ground truth's device half).
@@ -48,6 +60,7 @@ struct EngineTotals {
   uint64_t bytes_by_dir[4] = {};  // indexed by Dir (H2H, H2D, D2H, D2D)
   uint64_t collective_bytes = 0;
   uint64_t gate_ns = 0;  // time the GPU was held by gates (collectives waiting for peers)
+  uint64_t kernel_ns = 0;  // the kernels' share of busy_ns (graphs included)
   uint64_t submitted = 0, completed = 0;
   // Adds another device's totals (the truth file's process-wide figures).
   void add(const EngineTotals& o) {
@@ -60,6 +73,7 @@ struct EngineTotals {
     for (int i = 0; i < 4; ++i) bytes_by_dir[i] += o.bytes_by_dir[i];
     collective_bytes += o.collective_bytes;
     gate_ns += o.gate_ns;
+    kernel_ns += o.kernel_ns;
     submitted += o.submitted;
     completed += o.completed;
   }
@@ -114,6 +128,7 @@ class Engine {
 
   void run();
   void account(const Op& op);
+  void report(const Op& op, uint64_t start, uint64_t end);
   StreamState* resolve(uint64_t handle, DefaultStream scope);
   Status wait_locked(std::unique_lock<std::mutex>& lk, uint64_t seq, uint64_t* waited_ns);
 

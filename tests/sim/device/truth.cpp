@@ -76,7 +76,7 @@ bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
   o << "{\n  \"format\": " << json_quote(kTruthFormat) << ",\n  \"pid\": " << getpid()
     << ",\n  \"comm\": " << json_quote(process_comm()) << ",\n  \"start_ns\": " << in.start_ns
     << ",\n  \"end_ns\": " << in.end_ns << ",\n  \"gpu_busy_ns\": " << t.busy_ns
-    << ",\n  \"gpu_gate_ns\": " << t.gate_ns
+    << ",\n  \"gpu_gate_ns\": " << t.gate_ns << ",\n  \"kernel_busy_ns\": " << t.kernel_ns
     << ",\n  \"kernels\": " << t.kernels << ",\n  \"ops\": {\"kernels\": " << t.kernels
     << ", \"graphs\": " << t.graphs << ", \"copies\": " << t.copies
     << ", \"memsets\": " << t.memsets << ", \"collectives\": " << t.collectives
@@ -93,7 +93,8 @@ bool write_truth(const std::string& path, const TruthInput& in, Stats& stats) {
   bool first_dev = true;
   for (const auto& [ordinal, d] : in.devices) {
     o << (first_dev ? "" : ", ") << "{\"device\": " << ordinal << ", \"gpu_busy_ns\": " << d.busy_ns
-      << ", \"kernels\": " << d.kernels << ", \"copies\": " << d.copies << "}";
+      << ", \"kernel_busy_ns\": " << d.kernel_ns << ", \"kernels\": " << d.kernels
+      << ", \"copies\": " << d.copies << "}";
     first_dev = false;
   }
   o << "],\n";

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/untrusted.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
@@ -21,9 +22,13 @@ struct FileCloser {
 };
 using File = std::unique_ptr<FILE, FileCloser>;
 
-// RFC 4180, as `gpuwhy query --format csv` writes it; NULL is an empty field.
+// RFC 4180, as `gpuwhy query --format csv` writes it; NULL is an empty field. RFC 4180's text
+// has no control characters: a name's escape codes and line breaks are written as
+// untrusted::shown() escapes (\x1b, \n), so `cat` of an export cannot drive the terminal and
+// every record is one line.
 void csv_field(std::string& line, const char* v, int n) {
-  const std::string_view s(v, n);
+  const std::string escaped = untrusted::shown(std::string_view(v, static_cast<size_t>(n)));
+  const std::string_view s(escaped);
   if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
     line.append(s);
     return;

@@ -13,6 +13,7 @@
 
 #include "analysis/window.hpp"
 #include "cli/commands.hpp"
+#include "cli/empty_trace.hpp"
 #include "cli/window_flags.hpp"
 #include "export/clickhouse_export.hpp"
 #include "export/export_scope.hpp"
@@ -68,6 +69,7 @@ int run_export(const ExportFlags& f) {
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
+  if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
   if (const std::string w = file.value()->incomplete_warning(); !w.empty())
     fail("warning: " + w, 0);
   auto scope = exporter::resolve_scope(*file.value(), window.value(), f.window.pids);

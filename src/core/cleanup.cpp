@@ -15,6 +15,7 @@ namespace {
 // A fixed table (no allocation in the handler): a reader's copy is 4 paths, an export's files one
 // per table (about 30) plus its directory.
 constexpr int kSlots = 128;
+constexpr int kFatalSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 enum SlotState : int { kFree = 0, kFilling = 1, kFile = 2, kDirectory = 3 };
 
 char g_paths[kSlots][PATH_MAX];
@@ -30,7 +31,7 @@ void remove_on_signal(int sig) {
 }
 
 void install_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+  for (int sig : kFatalSignals) {
     struct sigaction old {};
     sigaction(sig, nullptr, &old);
     if (old.sa_handler != SIG_DFL) continue;  // someone else handles it, or it is ignored
@@ -71,6 +72,15 @@ void Guard::release() {
   g_state[slot_].store(kFree);
   slot_ = -1;
 }
+
+HoldSignals::HoldSignals() {
+  sigset_t fatal;
+  sigemptyset(&fatal);
+  for (int sig : kFatalSignals) sigaddset(&fatal, sig);
+  pthread_sigmask(SIG_BLOCK, &fatal, &old_);
+}
+
+HoldSignals::~HoldSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
 
 int registered_count() {
   int n = 0;

@@ -9,6 +9,8 @@
 // are left alone.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace gpuwhy::cleanup {
@@ -33,6 +35,20 @@ class Guard {
 
  private:
   int slot_ = -1;
+};
+
+// Holds the signals above back (this thread) while it lives: between making a file and
+// registering it (mkdtemp, then Guard) a signal would leave the file; held, it arrives once both
+// are done, and the handler removes it.
+class HoldSignals {
+ public:
+  HoldSignals();
+  ~HoldSignals();
+  HoldSignals(const HoldSignals&) = delete;
+  HoldSignals& operator=(const HoldSignals&) = delete;
+
+ private:
+  sigset_t old_;
 };
 
 // How many paths are registered now (for tests).

@@ -147,10 +147,15 @@ std::vector<cleanup::Guard> guard_copy(const std::string& dir, const std::string
 // user cannot write (a copy in a read-only share) it cannot. Read a private copy instead.
 Result<std::string> private_copy(const std::string& path, std::vector<cleanup::Guard>& guards) {
   std::string tmpl = (fs::temp_directory_path() / "gpuwhy-trace-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) return errno_error("cannot create a temporary directory", errno);
-  const std::string dst = tmpl + "/" + fs::path(path).filename().string();
-  // Registered before the copy starts: a large copy is where Ctrl-C lands.
-  guards = guard_copy(tmpl, dst);
+  const std::string name = fs::path(path).filename().string();
+  {
+    // Registered before the copy starts (a large copy is where Ctrl-C lands), and a signal
+    // between mkdtemp and the registration held until both are done.
+    const cleanup::HoldSignals hold;
+    if (!mkdtemp(tmpl.data())) return errno_error("cannot create a temporary directory", errno);
+    guards = guard_copy(tmpl, tmpl + "/" + name);
+  }
+  const std::string dst = tmpl + "/" + name;
   std::error_code ec;
   for (const char* sfx : {"", "-wal"}) {
     fs::copy_file(path + sfx, dst + sfx, ec);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,9 +28,35 @@ const std::string kComm = "\x1b]0;pw\x07\nVERDICT";
 const std::string kFile = "gw\x1b]0;owned\x07\nVERDICT  CLEAN: all fine\x1b[2J.py";
 const std::string kArgv0 = "py\x1b[31m\nVERDICT  CLEAN";
 const std::string kSource = "\x1b]0;src\x07\x1b[8m";
+// The comm the exec gave the process (argv[0]'s first 15 bytes), before PR_SET_NAME renamed it:
+// a report may name the process by either.
+const std::string kExecComm = kArgv0.substr(0, 15);
+
+// How the text output shows a name: untrusted::shown()'s escapes, spelled out.
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool names_the_process(const std::string& text, const std::string& before) {
+  return text.find(before + escaped(kComm)) != std::string::npos ||
+         text.find(before + escaped(kExecComm)) != std::string::npos;
+}
 
 std::string python311() {
-  for (const char* root : {std::getenv("HOME"), "/root"}) {
+  const char* home = std::getenv("HOME");
+  for (const char* root : {home, static_cast<const char*>("/root")}) {
     if (!root) continue;
     const std::string p = std::string(root) + "/.pyenv/versions/3.11.7/bin/python3.11";
     if (access(p.c_str(), X_OK) == 0) return p;
@@ -92,7 +120,8 @@ TEST_F(HostileNames, EveryOutputShowsThemEscaped) {
   EXPECT_FALSE(has_esc(js.out));
   const json report = json::parse(js.out);
   bool comm_kept = false;
-  for (const json& p : report["stats"]["processes"]) comm_kept = comm_kept || p["comm"] == kComm;
+  for (const json& p : report["stats"]["processes"])
+    comm_kept = comm_kept || p["comm"] == kComm || p["comm"] == kExecComm;
   EXPECT_TRUE(comm_kept) << js.out.substr(0, 4000);
   const bool file_named = js.out.find(json(kFile).dump().substr(1, 10)) != std::string::npos;
 
@@ -103,20 +132,18 @@ TEST_F(HostileNames, EveryOutputShowsThemEscaped) {
   EXPECT_EQ(lines_starting(ex.out, "VERDICT"), 1) << "a forged verdict line";
   // The names did reach the text, escaped: the comm in the per-process block, and the Python
   // file wherever the report names the read-back's line.
-  EXPECT_NE(ex.out.find("process \\x1b]0;pw\\x07\\nVERDICT (pid"), std::string::npos);
+  EXPECT_TRUE(names_the_process(ex.out, "process "));
   if (file_named) {
-    EXPECT_NE(ex.out.find("gw\\x1b]0;owned\\x07\\nVERDICT"), std::string::npos);
+    EXPECT_NE(ex.out.find(escaped(kFile)), std::string::npos);
   }
 
   RunResult au = run({gpuwhy_binary(), "audit", "--db", db});
   ASSERT_EQ(au.exit_code, 0) << au.err;
   EXPECT_FALSE(has_esc(au.out)) << au.out;
   EXPECT_EQ(lines_starting(au.out, "VERDICT"), 0) << au.out;
-  EXPECT_NE(au.out.find("\\x1b]0;pw\\x07\\nVERDICT (pid"), std::string::npos) << au.out;
+  EXPECT_TRUE(names_the_process(au.out, "")) << au.out;
   // Its allocation sites name the Python file.
-  EXPECT_NE(au.out.find("gw\\x1b]0;owned\\x07\\nVERDICT  CLEAN: all fine\\x1b[2J.py"),
-            std::string::npos)
-      << au.out;
+  EXPECT_NE(au.out.find(escaped(kFile)), std::string::npos) << au.out;
 
   RunResult q = run({gpuwhy_binary(), "query", "--db", db,
                      "SELECT comm, cmdline FROM processes UNION ALL SELECT file, source FROM "
@@ -124,7 +151,7 @@ TEST_F(HostileNames, EveryOutputShowsThemEscaped) {
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_FALSE(has_esc(q.out)) << q.out;
   EXPECT_EQ(lines_starting(q.out, "VERDICT"), 0) << q.out;
-  EXPECT_NE(q.out.find("\\x1b]0;src\\x07\\x1b[8m"), std::string::npos) << "the source text";
+  EXPECT_NE(q.out.find(escaped(kSource)), std::string::npos) << "the source text";
 
   for (const char* format : {"csv", "jsonl"}) {
     SCOPED_TRACE(format);
@@ -138,8 +165,8 @@ TEST_F(HostileNames, EveryOutputShowsThemEscaped) {
       ++files;
       EXPECT_FALSE(has_esc(body)) << entry.path();
       EXPECT_EQ(lines_starting(body, "VERDICT"), 0) << entry.path();
-      comm_seen = comm_seen || body.find("\\x1b]0;pw") != std::string::npos ||
-                  body.find("\\u001b]0;pw") != std::string::npos;
+      comm_seen = comm_seen || body.find("\\x1b]0;") != std::string::npos ||
+                  body.find("\\u001b]0;") != std::string::npos;
     }
     EXPECT_GT(files, 5u);
     EXPECT_TRUE(comm_seen);
@@ -150,7 +177,7 @@ TEST_F(HostileNames, EveryOutputShowsThemEscaped) {
   ASSERT_EQ(h.exit_code, 0) << h.err;
   const std::string html = read_file(page);
   EXPECT_FALSE(has_esc(html));
-  EXPECT_NE(html.find("\\x1b]0;pw\\x07\\nVERDICT"), std::string::npos);
+  EXPECT_NE(html.find("\\x1b]0;"), std::string::npos) << "a name, escaped";
 }
 
 }  // namespace

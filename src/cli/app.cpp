@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "core/log.hpp"
+#include "core/untrusted.hpp"
 
 namespace gpuwhy::cli {
 
@@ -14,15 +15,18 @@ std::string g_invocation;
 
 const std::string& invocation() { return g_invocation; }
 
+// Error lines name files, tables and processes the user or a traced process chose: one line,
+// escaped, whatever they hold.
 int fail(const std::string& line, int code) {
-  std::fprintf(stderr, "gpuwhy: %s\n", line.c_str());
+  std::fprintf(stderr, "gpuwhy: %s\n", untrusted::shown(line).c_str());
   return code;
 }
 
 int run_cli(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + std::string(argv[i]);
-  CLI::App app{"gpuwhy: why is my GPU job slow? eBPF tracing of GPU API calls and of what the host "
-               "did to the calling threads, with ranked root causes."};
+  CLI::App app{
+      "gpuwhy: why is my GPU job slow? eBPF tracing of GPU API calls and of what the host "
+      "did to the calling threads, with ranked root causes."};
   app.set_version_flag("--version", GPUWHY_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // -v works after the subcommand too
@@ -44,7 +48,8 @@ int run_cli(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return fail(std::string("unknown command '") + argv[1] +
-                    "'; the commands are check, trace, explain, audit, query, export and mcp (see 'gpuwhy --help')",
+                    "'; the commands are check, trace, explain, audit, query, export and mcp (see "
+                    "'gpuwhy --help')",
                 2);
   try {
     app.parse(argc, argv);

@@ -12,6 +12,7 @@
 #include "analysis/audit.hpp"
 #include "analysis/gpu_truth.hpp"
 #include "cli/commands.hpp"
+#include "cli/empty_trace.hpp"
 #include "cli/window_flags.hpp"
 #include "export/audit_render.hpp"
 #include "store/store.hpp"
@@ -33,6 +34,7 @@ int run_audit(const AuditFlags& f) {
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
+  if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
   auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
   if (!rows) return fail(rows.error().line(), rows.error().exit_code);
   analysis::AuditReport report =

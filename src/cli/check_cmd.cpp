@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/untrusted.hpp"
 #include "discover/host_check.hpp"
 #include "probes/probes.hpp"
 #include "probes/uprobe_multi.hpp"
@@ -59,8 +60,14 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 
 std::string file_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// Rows of cells printed with each column padded to its widest cell.
-void print_table(const std::vector<std::vector<std::string>>& rows, const char* indent = "  ") {
+// Rows of cells printed with each column padded to its widest cell. Cells hold process names and
+// library paths, which any local user chooses: shown() keeps them from driving the terminal.
+void print_table(const std::vector<std::vector<std::string>>& raw, const char* indent = "  ") {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : raw) {
+    rows.emplace_back();
+    for (const std::string& cell : r) rows.back().push_back(untrusted::shown(cell));
+  }
   std::vector<size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()));
@@ -189,7 +196,8 @@ void print_text(const CheckReport& r) {
     }
     print_table(rows);
     for (const auto& p : f.processes)
-      if (!p.python.empty()) std::printf("  pid %u: %s\n", p.info.pid, p.python.c_str());
+      if (!p.python.empty())
+        std::printf("  pid %u: %s\n", p.info.pid, untrusted::shown(p.python).c_str());
     // The Python versions found, each once: supported or not, and how gpuwhy's reading of it is
     // tested (on a live interpreter, or from the layout its headers publish).
     std::map<std::string, std::pair<const discover::ProcessCheck*, size_t>> versions;
@@ -224,7 +232,8 @@ void print_text(const CheckReport& r) {
   }
   std::printf("Result: tracing cannot work until these are fixed:\n");
   for (const Finding& x : r.findings) {
-    if (x.severity == Severity::Problem) std::printf("  problem: %s\n", x.message.c_str());
+    if (x.severity == Severity::Problem)
+      std::printf("  problem: %s\n", untrusted::shown(x.message).c_str());
   }
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpuwhy explain`: why did GPU work slow down, and what to change. Opens the trace read-only
 // (works on a copied file, without root), loads one window, analyses it, prints the report.
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -10,8 +12,10 @@
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
 #include "cli/commands.hpp"
+#include "cli/empty_trace.hpp"
 #include "cli/explain_hosts.hpp"
 #include "cli/window_flags.hpp"
+#include "core/cleanup.hpp"
 #include "core/phase_timer.hpp"
 #include "export/audit_render.hpp"
 #include "export/explain_render.hpp"
@@ -26,7 +30,8 @@ struct ExplainFlags {
   WindowFlags window;
   bool json = false;
   bool per_process = false;
-  std::string html;  // write the report as one HTML page to this file
+  std::string html;    // write the report as one HTML page to this file
+  bool force = false;  // replace an existing --html file
   uint64_t batch_rows = analysis::kDefaultBatchRows;
 };
 
@@ -39,6 +44,7 @@ int write_html(const store::TraceFile& file, const analysis::AuditReport& audit,
   if (!timelines) return fail(timelines.error().line(), timelines.error().exit_code);
   const std::string page = render::explain_html(j, timelines.value(), render::audit_json(audit));
   const std::string tmp = path + ".tmp";
+  const cleanup::Guard partial(tmp);  // removed if a signal ends explain while it writes
   FILE* out = std::fopen(tmp.c_str(), "wb");
   if (!out) return fail(errno_error("cannot create " + path, errno, "check the directory").line());
   const bool ok = std::fwrite(page.data(), 1, page.size(), out) == page.size();
@@ -60,10 +66,19 @@ int run_explain(const ExplainFlags& f) {
           2);
     return run_explain_hosts(f.dbs, f.json);
   }
+  // As export -o: an existing file is only replaced when asked (a report from last week, or the
+  // trace itself given by mistake), and that is known before the analysis, not after it.
+  if (struct stat st{}; !f.html.empty() && stat(f.html.c_str(), &st) == 0) {
+    if (struct stat db{};
+        stat(f.dbs.front().c_str(), &db) == 0 && db.st_dev == st.st_dev && db.st_ino == st.st_ino)
+      return fail(f.html + " is the trace itself; pick another --html file", 2);
+    if (!f.force) return fail(f.html + " exists; pass --force to replace it", 2);
+  }
   auto window = analysis::parse_window_request(f.window.since, f.window.from, f.window.to);
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.dbs.front());
   if (!file) return fail(file.error().line(), file.error().exit_code);
+  if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
   PhaseTimer timer("explain");
   if (!f.html.empty()) {  // the page holds the audit too, which reads the rows: one batch
     auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
@@ -103,6 +118,7 @@ void add_explain_command(CLI::App& root, Runner& run) {
   cmd->add_option("--html", flags->html,
                   "Write the report as one self-contained HTML page (verdict, chains with "
                   "timelines, per-thread split, percentiles) to this file");
+  cmd->add_flag("--force", flags->force, "Replace an existing --html file");
   cmd->add_flag("--per-process", flags->per_process,
                 "Add the per-process / per-thread breakdown with percentiles");
   cmd->add_option("--batch-rows", flags->batch_rows,

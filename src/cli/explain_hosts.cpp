@@ -18,6 +18,7 @@
 #include "analysis/rank_budget.hpp"
 #include "analysis/units.hpp"
 #include "cli/commands.hpp"
+#include "core/untrusted.hpp"
 #include "store/store.hpp"
 
 namespace gpuwhy::cli {
@@ -155,7 +156,10 @@ std::string ns_s(int64_t ns) {
   return buf;
 }
 
+// Text: every name from the files (hosts, processes, paths, the reports' sentences) goes out
+// through shown(); the JSON keeps them as they are, escaped by the encoder.
 std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
+  using untrusted::shown;
   const analysis::Job& job = o.job;
   std::string out;
   const analysis::RankMember* s =
@@ -164,7 +168,7 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
       job.straggler >= 0 ? &job.ranks[static_cast<size_t>(job.straggler)] : nullptr;
   if (s) {
     out += "VERDICT  " + o.severity +
-           ": NCCL straggler across hosts: " + rank_label(files, *s, job.nranks) +
+           ": NCCL straggler across hosts: " + shown(rank_label(files, *s, job.nranks)) +
            " enters each collective " + fmt_duration(sl->late_mean_ns) +
            " after the other ranks (p50 " + fmt_duration(sl->late_p50_ns) + ")\n";
   } else {
@@ -181,8 +185,8 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
       if (m.file == f)
         ranks += (ranks.empty() ? "" : ", ") + std::to_string(m.rank) + " (pid " +
                  std::to_string(m.pid) + ")";
-    out += "host     " + files[f].host.host + " (" + files[f].host.path + "): ranks " + ranks +
-           "; clock ";
+    out += "host     " + shown(files[f].host.host) + " (" + shown(files[f].host.path) +
+           "): ranks " + ranks + "; clock ";
     if (f == 0)
       out += "reference";
     else
@@ -194,16 +198,17 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
              fmt_duration(c.residual_p90_ns);
     out += "\n";
   }
-  for (const std::string& n : job.notes) out += "note     " + n + "\n";
+  for (const std::string& n : job.notes) out += "note     " + shown(n) + "\n";
   // What each file's own report warns about (lost events, an unfinished trace, families off):
   // the per-host evidence below is only as good as that file.
   for (const Loaded& l : files)
     for (const analysis::Caveat& c : l.report.caveats)
-      out += "caveat   " + l.host.host + " (" + l.host.path + "): " + c.text + "\n";
+      out += "caveat   " + shown(l.host.host) + " (" + shown(l.host.path) + "): " + shown(c.text) +
+             "\n";
   out += "\n";
   if (s) {
-    const std::string label = rank_label(files, *s, job.nranks);
-    const std::string& host = files[s->file].host.host;
+    const std::string label = shown(rank_label(files, *s, job.nranks));
+    const std::string host = shown(files[s->file].host.host);
     const double share = o.span_ns > 0 ? static_cast<double>(job.imposed_ns) / o.span_ns : 0;
     out += "#1 " + o.severity + "  NCCL straggler across hosts  lost " +
            fmt_duration(job.imposed_ns) + " = " + fmt_percent(share) + " of " +
@@ -227,16 +232,16 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
              per_collective_text(o.others) + "\n";
     for (const analysis::Chain* c : o.host_chains)
       out += "     - " + host + "'s own report: " + std::string(severity_name(c->severity)) + " " +
-             c->title + ": " + c->summary + "\n";
-    if (!o.cause.why.empty()) out += "   why      " + o.cause.why + "\n";
+             shown(c->title) + ": " + shown(c->summary) + "\n";
+    if (!o.cause.why.empty()) out += "   why      " + shown(o.cause.why) + "\n";
     out += "   fix      " +
            (o.cause.fix.empty() ? "find why " + label + " is slow (gpuwhy explain --db on " +
-                                      files[s->file].host.path + ")"
-                                : o.cause.fix) +
+                                      shown(files[s->file].host.path) + ")"
+                                : shown(o.cause.fix)) +
            "\n\n";
   }
   out += "per rank (one clock)\n";
-  char line[256];
+  char line[1024];  // a host name of 64 bytes, all escaped, still fits with its newline
   std::snprintf(line, sizeof line, "  %5s  %-16s %8s  %-16s %6s %11s %11s %11s\n", "rank", "host",
                 "pid", "process", "last", "late mean", "late p50", "waited");
   out += line;
@@ -244,8 +249,8 @@ std::string render_text(const std::vector<Loaded>& files, const Outcome& o) {
     const analysis::RankMember& m = job.members[r];
     const analysis::RankLateness& rl = job.ranks[r];
     std::snprintf(line, sizeof line, "  %5u  %-16s %8u  %-16s %6llu %11s %11s %11s\n", m.rank,
-                  files[m.file].host.host.c_str(), m.pid,
-                  process_name(files[m.file], m.pid).c_str(),
+                  shown(files[m.file].host.host).c_str(), m.pid,
+                  shown(process_name(files[m.file], m.pid)).c_str(),
                   static_cast<unsigned long long>(rl.last), fmt_duration(rl.late_mean_ns).c_str(),
                   fmt_duration(rl.late_p50_ns).c_str(), fmt_duration(rl.waited_ns).c_str());
     out += line;

@@ -13,7 +13,9 @@
 
 #include "analysis/window.hpp"
 #include "cli/commands.hpp"
+#include "cli/empty_trace.hpp"
 #include "cli/window_flags.hpp"
+#include "core/untrusted.hpp"
 #include "export/clickhouse_export.hpp"
 #include "export/export_scope.hpp"
 #include "export/perfetto_export.hpp"
@@ -68,8 +70,14 @@ int run_export(const ExportFlags& f) {
   if (!window) return fail(window.error().line(), window.error().exit_code);
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
+  if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
   if (const std::string w = file.value()->incomplete_warning(); !w.empty())
     fail("warning: " + w, 0);
+  // A damaged -wal: SQLite reads the file without the batches after the damage, and the export
+  // holds only what it read. It is written (the rest is worth having) but the run fails, as
+  // explain, query and audit warn: a script must not take it for the whole trace.
+  const std::string& damaged = file.value()->wal_warning();
+  if (!damaged.empty()) fail("warning: " + damaged, 0);
   auto scope = exporter::resolve_scope(*file.value(), window.value(), f.window.pids);
   if (!scope) return fail(scope.error().line(), scope.error().exit_code);
 
@@ -91,9 +99,14 @@ int run_export(const ExportFlags& f) {
   }
   if (!r) return fail(r.error().line(), r.error().exit_code);
   if (f.out != "-")
-    std::fprintf(stderr, "gpuwhy: wrote %s (%s, %llu %s)\n", f.out.c_str(), f.format.c_str(),
-                 static_cast<unsigned long long>(r->rows),
+    std::fprintf(stderr, "gpuwhy: wrote %s (%s, %llu %s)\n", untrusted::shown(f.out).c_str(),
+                 f.format.c_str(), static_cast<unsigned long long>(r->rows),
                  f.format == "perfetto" ? "slices" : "rows");
+  if (!damaged.empty())
+    return fail(
+        "the export is incomplete: it lacks what the damaged -wal held (see the warning "
+        "above); exit 1 so that it is not taken for the whole trace",
+        1);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/untrusted.hpp"
 #include "store/json_cell.hpp"
 #include "store/store.hpp"
 
@@ -42,22 +43,9 @@ size_t display_width(std::string_view s) {
   return n;
 }
 
-// A cell on one table line: control characters would break the alignment.
-std::string table_cell(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c == '\r')
-      out += "\\r";
-    else
-      out += c;
-  }
-  return out;
-}
+// A cell on one table line: control characters would break the alignment, and a name a traced
+// process chose must not drive the terminal (untrusted::shown()).
+std::string table_cell(std::string_view v) { return untrusted::shown(v); }
 
 // Aligned columns, a header line and a dashed rule; numbers right-aligned; NULL shown empty.
 // Streamed: widths come from the header and the first kTableSampleRows rows, which are held back
@@ -128,12 +116,13 @@ class TableWriter {
   bool started_ = false;
 };
 
-// RFC 4180: CRLF line ends; a field with a comma, quote or line break is quoted, quotes doubled.
+// RFC 4180: CRLF line ends; a field with a comma or quote is quoted, quotes doubled. Control
+// characters (RFC 4180 text has none) as untrusted::shown() escapes, as `gpuwhy export` writes.
 void write_csv_record(const std::vector<std::string>& fields) {
   std::string out;
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) out += ',';
-    const std::string& f = fields[i];
+    const std::string f = untrusted::shown(fields[i]);
     if (f.find_first_of(",\"\r\n") == std::string::npos) {
       out += f;
       continue;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "core/untrusted.hpp"
 #include "gpuwhy/abi/events.h"
 #include "reader/decode.hpp"
 
@@ -141,8 +142,10 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
                  "(hold_timeout %s, not_held %s, found_late %s; see startup_gaps)\n",
                  with_commas(c.late_processes()).c_str(), with_commas(c.hold_timeout).c_str(),
                  with_commas(c.not_held).c_str(), with_commas(c.found_late).c_str());
-  std::fprintf(out, "gpuwhy: wrote %s (%s); next: gpuwhy explain --db %s\n", path.c_str(),
-               human_bytes(bytes).c_str(), path.c_str());
+  // The summary names no traced process; the path is shown escaped as every text output does.
+  const std::string shown_path = untrusted::shown(path);
+  std::fprintf(out, "gpuwhy: wrote %s (%s); next: gpuwhy explain --db %s\n", shown_path.c_str(),
+               human_bytes(bytes).c_str(), shown_path.c_str());
 }
 
 }  // namespace gpuwhy::cli

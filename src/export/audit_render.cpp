@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analysis/units.hpp"
+#include "core/untrusted.hpp"
 #include "export/json_rounding.hpp"
 
 namespace gpuwhy::render {
@@ -15,6 +16,9 @@ using analysis::fmt_bytes;
 using analysis::fmt_duration;
 using analysis::fmt_percent;
 using json = nlohmann::ordered_json;
+// Text output: every string from the report (process names, call sites' file names, sentences
+// built around them) goes out through shown(), never raw.
+using untrusted::shown;
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -28,15 +32,15 @@ std::string money(double v) {
 
 std::string sites_text(const analysis::ProcessMemory& m) {
   std::string out;
-  size_t shown = 0;
+  size_t listed = 0;
   for (const analysis::MemorySite& s : m.sites) {
-    if (shown++ == 8) {
+    if (listed++ == 8) {
       out += fmt::format("      … {} more sites\n", m.sites.size() - 8);
       break;
     }
     out += fmt::format("      {:<9} {:>10} kept of {:>10} in {} alloc(s), {} freed: {}\n",
                        s.pattern, fmt_bytes(s.kept_bytes), fmt_bytes(s.bytes_allocated), s.allocs,
-                       s.frees, s.site);
+                       s.frees, shown(s.site));
     if (s.untouched_bytes > 0)
       out += fmt::format(
           "                {} in {} kept allocation(s) that no copy or memset "
@@ -66,7 +70,7 @@ std::string reserve_text(const analysis::AllocatorReserve& r) {
   if (!r.sweeps.empty())
     out +=
         fmt::format(", released in {} sweep(s) ({})", r.sweeps.size(), steps_text(r.sweeps, '-'));
-  out += "; by " + r.site + "\n";
+  out += "; by " + shown(r.site) + "\n";
   if (r.still_growing)
     out +=
         "        still growing in the window's last half with no sweep: tensors kept alive "
@@ -169,12 +173,11 @@ std::string truth_text(const analysis::GpuTruthFigures& t, const char* indent, s
   return out;
 }
 
-// A kernel name is the traced program's text: control characters are not printed as such.
+// A kernel name is the traced program's text: shown escaped, as every such name (untrusted.hpp),
+// and cut to a line's width.
 std::string printable_name(const std::string& name) {
-  std::string out = name.size() > 80 ? name.substr(0, 77) + "..." : name;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
+  const std::string out = shown(name);
+  return out.size() > 80 ? out.substr(0, 77) + "..." : out;
 }
 
 std::string top_kernels_text(const analysis::ProcessGpuTruth& t, const char* indent) {
@@ -227,16 +230,16 @@ std::string audit_text(const analysis::AuditReport& r) {
     out += fmt::format(", {} at {}/GPU-hour (each GPU a process used)", money(r.window_cost),
                        money(r.price_per_gpu_hour));
   out += "\n";
-  for (const analysis::Caveat& c : r.caveats) out += "  note: " + c.text + "\n";
+  for (const analysis::Caveat& c : r.caveats) out += "  note: " + shown(c.text) + "\n";
   for (const analysis::ProcessAudit& p : r.processes) {
     const int64_t span = p.last_ns - p.first_ns;
     std::string gpus;
     for (const analysis::DeviceAudit& d : p.devices)
       gpus += (gpus.empty() ? "" : ", ") + std::to_string(d.device);
-    out += fmt::format("\n{} on GPU {}: {} for {}\n", p.process.label(), gpus,
+    out += fmt::format("\n{} on GPU {}: {} for {}\n", shown(p.process.label()), gpus,
                        std::string(analysis::regime_name(p.regime)), fmt_duration(span));
-    out += "  why:  " + p.evidence + "\n";
-    out += "  move: " + p.move + "\n";
+    out += "  why:  " + shown(p.evidence) + "\n";
+    out += "  move: " + shown(p.move) + "\n";
     if (p.gpu_truth) {  // the device's own figures replace the host-side range
       out += truth_text(p.gpu_truth->figures, "  ", p.devices.size());
       out += top_kernels_text(*p.gpu_truth, "  ");
@@ -248,8 +251,8 @@ std::string audit_text(const analysis::AuditReport& r) {
                          money(p.cost), money(p.lost_cost));
     for (const analysis::Lever& l : p.levers) {
       out += fmt::format("  fix ({} back{}): {}: {}\n", fmt_duration(l.lost_ns),
-                         r.price_per_gpu_hour > 0 ? ", " + money(l.cost) : std::string(), l.title,
-                         l.fix);
+                         r.price_per_gpu_hour > 0 ? ", " + money(l.cost) : std::string(),
+                         shown(l.title), shown(l.fix));
       if (l.pinning) out += pinning_text(l);
     }
     out += memory_text(p.memory, "  ");
@@ -272,7 +275,7 @@ std::string audit_text(const analysis::AuditReport& r) {
       out += fmt::format("  GPU {} (thread {}): {} for {}\n", d.device, tids_text(d.tids),
                          std::string(analysis::regime_name(d.regime)),
                          fmt_duration(d.last_ns - d.first_ns));
-      out += "    why:  " + d.evidence + "\n";
+      out += "    why:  " + shown(d.evidence) + "\n";
       if (const analysis::GpuTruthFigures* t = device_truth(p, d.device))
         out += truth_text(*t, "    ", 1);
       else

@@ -6,12 +6,16 @@
 #include <sstream>
 
 #include "analysis/units.hpp"
+#include "core/untrusted.hpp"
 #include "export/explain_render.hpp"
 
 namespace gpuwhy::render {
 namespace {
 
 using namespace analysis;  // NOLINT: the renderer speaks the analysis' vocabulary throughout
+// Every string taken from the Report may hold a traced process's name (comm, file names, kernel
+// names), inside a chain's sentences too: it goes out through shown(), never raw.
+using untrusted::shown;
 
 // Display width of UTF-8 text ("µs" is two bytes, one column).
 size_t width(const std::string& s) {
@@ -54,10 +58,11 @@ std::vector<std::vector<std::string>> op_rows(const std::vector<OpStats>& ops, s
   for (size_t i = 0; i < ops.size() && i < limit; ++i) {
     const OpStats& o = ops[i];
     if (o.entry_only) {  // no durations were recorded
-      rows.push_back({o.name, fmt_count(o.dur.count), "entry only", "-", "-", "-", "-", "-"});
+      rows.push_back(
+          {shown(o.name), fmt_count(o.dur.count), "entry only", "-", "-", "-", "-", "-"});
       continue;
     }
-    rows.push_back({o.name, fmt_count(o.dur.count), fmt_duration(o.dur.total_ns),
+    rows.push_back({shown(o.name), fmt_count(o.dur.count), fmt_duration(o.dur.total_ns),
                     fmt_duration(o.dur.p50), fmt_duration(o.dur.p90), fmt_duration(o.dur.p99),
                     fmt_duration(o.dur.max), ratio(o.dur.tail_ratio())});
   }
@@ -69,10 +74,10 @@ std::string span_text(int64_t from_rel, int64_t to_rel) {
 }
 
 void chain_block(std::ostringstream& os, const Chain& c, size_t rank) {
-  os << "#" << rank << " " << severity_name(c.severity) << "  " << c.title << "  lost "
+  os << "#" << rank << " " << severity_name(c.severity) << "  " << shown(c.title) << "  lost "
      << fmt_duration(c.lost_ns) << " = " << fmt_percent(c.share()) << " of "
      << fmt_duration(c.span_ns) << "\n";
-  os << "   " << c.summary << "\n";
+  os << "   " << shown(c.summary) << "\n";
   std::string where = c.process.label();
   if (c.thread.tid != 0 && c.thread.tid != c.process.pid) {
     where += ", thread " + c.thread.label();
@@ -80,11 +85,11 @@ void chain_block(std::ostringstream& os, const Chain& c, size_t rank) {
     where += ", main thread";
   }
   if (c.first_ns >= 0 && c.last_ns >= 0) where += ", " + span_text(c.first_ns, c.last_ns);
-  os << "   where    " << where << "\n";
-  if (c.culprit) os << "   culprit  " << c.culprit->label() << "\n";
+  os << "   where    " << shown(where) << "\n";
+  if (c.culprit) os << "   culprit  " << shown(c.culprit->label()) << "\n";
   os << "   evidence\n";
-  for (const Evidence& e : c.evidence) os << "     - " << e.text << "\n";
-  os << "   fix      " << c.fix << "\n";
+  for (const Evidence& e : c.evidence) os << "     - " << shown(e.text) << "\n";
+  os << "   fix      " << shown(c.fix) << "\n";
 }
 
 // Where one thread's active span went, bucket by bucket: the numbers every chain draws from.
@@ -95,7 +100,7 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
   else
     who += ", main thread";
   const double span = static_cast<double>(std::max<int64_t>(b.span_ns, 1));
-  os << "time budget  " << who << ", " << fmt_duration(b.span_ns) << " active from "
+  os << "time budget  " << shown(who) << ", " << fmt_duration(b.span_ns) << " active from "
      << fmt_rel(b.first_ns) << "; no GPU work queued " << fmt_percent(b.idle_ns / span) << "\n";
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> details;  // left-aligned after the table's columns
@@ -104,11 +109,11 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
     std::string detail;
     for (const auto& [t, ns] : l.tasks) {
       if (!detail.empty()) detail += ", ";
-      detail += t.label() + " " + fmt_duration(ns);
+      detail += shown(t.label()) + " " + fmt_duration(ns);
     }
     for (const auto& [name, ns] : l.syscalls) {
       if (!detail.empty()) detail += ", ";
-      detail += name + " " + fmt_duration(ns);
+      detail += shown(name) + " " + fmt_duration(ns);
     }
     rows.push_back(
         {std::string(bucket_label(l.bucket)), fmt_duration(l.ns), fmt_percent(l.ns / span)});
@@ -122,12 +127,12 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
 
 void process_block(std::ostringstream& os, const Report& r, const ProcessStats& p) {
   const int64_t origin = r.trace.window.trace_start_ns;
-  os << "process " << p.comm << " (pid " << p.pid << "): " << fmt_count(p.calls) << " calls, "
-     << span_text(p.first_ns - origin, p.last_ns - origin) << ", " << fmt_duration(p.api_ns)
-     << " in GPU API calls\n";
+  os << "process " << shown(p.comm) << " (pid " << p.pid << "): " << fmt_count(p.calls)
+     << " calls, " << span_text(p.first_ns - origin, p.last_ns - origin) << ", "
+     << fmt_duration(p.api_ns) << " in GPU API calls\n";
   for (const ThreadStats& t : p.threads) {
     const double span = static_cast<double>(std::max<int64_t>(t.last_ns - t.first_ns, 1));
-    os << "  thread " << t.comm << " (tid " << t.tid << "): " << fmt_count(t.calls)
+    os << "  thread " << shown(t.comm) << " (tid " << t.tid << "): " << fmt_count(t.calls)
        << " calls over " << fmt_duration(t.last_ns - t.first_ns) << "; in GPU calls "
        << fmt_percent(t.api_ns / span) << ", preempted " << fmt_percent(t.off.preempted / span)
        << ", asleep " << fmt_percent(t.off.blocked / span) << ", waiting for a CPU after wake-up "
@@ -136,8 +141,8 @@ void process_block(std::ostringstream& os, const Report& r, const ProcessStats& 
   }
   for (const RateSeries& s : r.stats.rates) {
     if (s.pid != p.pid) continue;
-    os << "  " << s.what << " per second, " << fmt_duration(s.interval_ns) << " intervals from "
-       << fmt_rel(s.start_ns - origin) << ":";
+    os << "  " << shown(s.what) << " per second, " << fmt_duration(s.interval_ns)
+       << " intervals from " << fmt_rel(s.start_ns - origin) << ":";
     for (size_t i = 0; i < s.counts.size(); ++i) {
       os << " "
          << (s.covered_ns[i] * 2 >= s.interval_ns
@@ -158,13 +163,13 @@ void process_block(std::ostringstream& os, const Report& r, const ProcessStats& 
 std::string explain_text(const Report& r, const TextOptions& opt) {
   std::ostringstream os;
   const TimeWindow& w = r.trace.window;
-  os << "VERDICT  " << r.verdict << "\n";
-  os << "trace    host " << (r.trace.host.empty() ? "?" : r.trace.host) << ", window "
+  os << "VERDICT  " << shown(r.verdict) << "\n";
+  os << "trace    host " << (r.trace.host.empty() ? "?" : shown(r.trace.host)) << ", window "
      << span_text(w.start_ns - w.trace_start_ns, w.end_ns - w.trace_start_ns) << " ("
      << fmt_duration(w.duration()) << "), " << fmt_count(r.trace.calls) << " GPU API calls, "
      << fmt_count(r.trace.processes) << (r.trace.processes == 1 ? " process, " : " processes, ")
      << fmt_count(r.trace.threads) << (r.trace.threads == 1 ? " thread" : " threads") << "\n";
-  for (const Caveat& c : r.caveats) os << "caveat   " << c.text << "\n";
+  for (const Caveat& c : r.caveats) os << "caveat   " << shown(c.text) << "\n";
   os << "\n";
   if (r.chains.empty()) {
     os << "No causal chain: no thread lost " << fmt_percent(0.01)
@@ -175,12 +180,12 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
     os << "\n";
   }
   // The budgets of the threads the chains are about (or, with none, the busiest thread).
-  size_t shown = 0;
+  size_t budgets_shown = 0;
   for (const BudgetReport& b : r.budgets) {
-    if (shown >= 3 || (!b.in_chain && shown > 0)) break;
+    if (budgets_shown >= 3 || (!b.in_chain && budgets_shown > 0)) break;
     budget_block(os, b);
     os << "\n";
-    ++shown;
+    ++budgets_shown;
   }
   if (!r.stats.ops.empty()) {
     // Calls made inside another traced call (a runtime call's own driver call) would list the
@@ -193,7 +198,7 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
         outer.push_back(o);
         continue;
       }
-      inside += (inside.empty() ? "" : ", ") + o.name + " " + fmt_count(o.nested) +
+      inside += (inside.empty() ? "" : ", ") + shown(o.name) + " " + fmt_count(o.nested) +
                 (o.nested < o.dur.count ? " of " + fmt_count(o.dur.count) : "");
     }
     os << "top GPU operations by total time\n";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/units.hpp"
+#include "core/untrusted.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -21,7 +22,8 @@ using analysis::fmt_duration;
 using analysis::fmt_percent;
 using analysis::fmt_rel;
 
-std::string esc(std::string_view s) {
+// The four characters HTML markup reads, as entities.
+std::string esc_markup(std::string_view s) {
   std::string o;
   o.reserve(s.size());
   for (char c : s) {
@@ -44,6 +46,10 @@ std::string esc(std::string_view s) {
   }
   return o;
 }
+
+// Text from the report: control characters first as visible escapes (untrusted::shown()), as the
+// text report shows them (a page's text is also copied into terminals and tickets).
+std::string esc(std::string_view raw) { return esc_markup(untrusted::shown(raw)); }
 
 std::string str(const json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
@@ -357,15 +363,19 @@ std::string explain_html(const json& report, const json& timelines, const json& 
   audit_section(h, audit);
   ops_table(h, report["stats"]["ops"]);
   // The data itself, for programs and for checking: the exact `explain --json` object.
-  std::string data = report.dump(2, ' ', false, json::error_handler_t::replace);
-  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at + 3))
-    data.replace(at, 2, "<\\/");
+  const std::string data = report.dump(2, ' ', false, json::error_handler_t::replace);
+  // Inside <script> no '<' at all: a name holding "</script>" or "<!--<script>" cannot end the
+  // element or change how the parser reads it. '<' only occurs inside JSON strings, where \u003c
+  // is the same character.
+  std::string script_data;
+  script_data.reserve(data.size());
+  for (char c : data) c == '<' ? script_data += "\\u003c" : script_data += c;
   h += "<details><summary>The report as JSON (<code>gpuwhy explain --json</code>)</summary>"
        "<pre>" +
-       esc(data) +
+       esc_markup(data) +  // the JSON encoder escaped every control character already
        "</pre></details>"
        "<script type=\"application/json\" id=\"gpuwhy-explain\">" +
-       data + "</script>";
+       script_data + "</script>";
   h += "</main></body></html>\n";
   return h;
 }

@@ -14,6 +14,7 @@ Result<OutputDb> OutputDb::create(const std::string& path) {
   o.path_ = path;
   o.tmp_ = path + ".tmp-" + std::to_string(getpid());
   std::remove(o.tmp_.c_str());
+  o.tmp_guard_ = cleanup::Guard(o.tmp_);
   if (sqlite3_open_v2(o.tmp_.c_str(), &o.db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       nullptr) != SQLITE_OK)
     return Error{"cannot create " + o.tmp_ + ": " + (o.db_ ? sqlite3_errmsg(o.db_) : "no memory"),
@@ -27,7 +28,8 @@ Result<OutputDb> OutputDb::create(const std::string& path) {
   return o;
 }
 
-OutputDb::OutputDb(OutputDb&& o) noexcept : db_(o.db_), path_(std::move(o.path_)), tmp_(o.tmp_) {
+OutputDb::OutputDb(OutputDb&& o) noexcept
+    : db_(o.db_), path_(std::move(o.path_)), tmp_(o.tmp_), tmp_guard_(std::move(o.tmp_guard_)) {
   o.db_ = nullptr;
   o.tmp_.clear();
 }
@@ -67,6 +69,7 @@ Status OutputDb::commit() {
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     return errno_error("cannot rename " + tmp_ + " to " + path_);
   tmp_.clear();
+  tmp_guard_.release();
   return {};
 }
 

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/cleanup.hpp"
 #include "core/result.hpp"
 
 namespace gpuwhy::exporter {
@@ -29,6 +30,7 @@ class OutputDb {
   OutputDb() = default;
   sqlite3* db_ = nullptr;
   std::string path_, tmp_;
+  cleanup::Guard tmp_guard_;  // the unfinished file, removed if a signal ends the export
 };
 
 }  // namespace gpuwhy::exporter

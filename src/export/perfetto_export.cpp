@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/cleanup.hpp"
 #include "export/proto_writer.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
@@ -478,6 +479,7 @@ Result<ExportStats> export_perfetto(const store::TraceFile& file, const Scope& s
                  "--max-slices (trace_processor reads larger files)",
                  2};
   const std::string tmp = out_path + ".tmp";
+  const cleanup::Guard partial(tmp);  // removed if a signal ends the export
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (!f) return errno_error("cannot create " + out_path, errno, "check the output directory");
   Out out(f.get());

@@ -6,6 +6,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/cleanup.hpp"
+#include "core/untrusted.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
@@ -21,9 +23,13 @@ struct FileCloser {
 };
 using File = std::unique_ptr<FILE, FileCloser>;
 
-// RFC 4180, as `gpuwhy query --format csv` writes it; NULL is an empty field.
+// RFC 4180, as `gpuwhy query --format csv` writes it; NULL is an empty field. RFC 4180's text
+// has no control characters: a name's escape codes and line breaks are written as
+// untrusted::shown() escapes (\x1b, \n), so `cat` of an export cannot drive the terminal and
+// every record is one line.
 void csv_field(std::string& line, const char* v, int n) {
-  const std::string_view s(v, n);
+  const std::string escaped = untrusted::shown(std::string_view(v, static_cast<size_t>(n)));
+  const std::string_view s(escaped);
   if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
     line.append(s);
     return;
@@ -104,6 +110,7 @@ Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, T
                              const TableInfo& t, const std::string& path) {
   auto select = select_sql(t, scope);
   if (!select) return select.error();
+  const cleanup::Guard partial(path == "-" ? std::string() : path + ".tmp");
   File out(path == "-" ? stdout : std::fopen((path + ".tmp").c_str(), "wb"));
   if (!out) return errno_error("cannot create " + path, errno, "check the output directory");
   auto rows = write_rows(file, select.value(), format, out.get(), t.name);
@@ -118,24 +125,49 @@ Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, T
     if (!rows) return rows.error();
     return errno_error("cannot write " + path);
   }
-  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-    return errno_error("cannot rename " + path + ".tmp to " + path);
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
+    const Error e = errno_error("cannot rename " + path + ".tmp to " + path);
+    std::remove((path + ".tmp").c_str());
+    return e;
+  }
   return rows;
 }
 
 }  // namespace
 
+// A file per table, all or none: a table that cannot be written (disk full, a name taken by a
+// directory) removes the tables written before it, and the directory if the export made it, so a
+// directory that is there afterwards holds a whole export. A signal that ends the export removes
+// them too (core/cleanup.hpp).
 Result<ExportStats> export_text_dir(const store::TraceFile& file, const Scope& scope,
                                     TextFormat format, const std::string& dir) {
   std::error_code ec;
+  const bool existed = fs::is_directory(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) return Error{"cannot create " + dir + ": " + ec.message(), "pass a writable -o DIR"};
+  std::vector<cleanup::Guard> guards;
+  if (!existed) guards.emplace_back(dir, true);
+  std::vector<std::string> written;
+  auto undo = [&] {
+    for (const std::string& p : written) std::remove(p.c_str());
+    if (!existed) fs::remove(dir, ec);  // only when empty: never what someone else put there
+  };
   auto tables = list_tables(file);
-  if (!tables) return tables.error();
+  if (!tables) {
+    undo();
+    return tables.error();
+  }
   ExportStats stats;
   for (const TableInfo& t : tables.value()) {
-    auto rows = write_table(file, scope, format, t, dir + "/" + t.name + extension(format));
-    if (!rows) return rows.error();
+    const std::string path = dir + "/" + t.name + extension(format);
+    guards.emplace_back(path);
+    auto rows = write_table(file, scope, format, t, path);
+    if (!rows) {
+      undo();
+      return Error{rows.error().what + " (the files written before it were removed)",
+                   rows.error().hint, rows.error().exit_code};
+    }
+    written.push_back(path);
     stats.rows += rows.value();
     ++stats.tables;
   }

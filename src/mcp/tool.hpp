@@ -71,4 +71,9 @@ Tool top_operations_tool();
 // Opens options.db read-only for one call.
 Result<std::unique_ptr<store::TraceFile>> open_trace(const ServerOptions& options);
 
+// Adds "damaged": the file's -wal warning to a result read from `file` when its -wal is damaged
+// (the rows after the damage are missing, as explain's damaged_wal caveat and query's warning
+// say): a model must not take the answer for the whole trace. Nothing otherwise.
+void note_damage(nlohmann::ordered_json& result, const store::TraceFile& file);
+
 }  // namespace gpuwhy::mcp

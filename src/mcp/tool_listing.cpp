@@ -35,6 +35,7 @@ ToolResult listing(const ServerOptions& options, const std::string& sql, int64_t
   out["truncated"] = truncated;
   if (truncated)
     out["note"] = "only the first rows (by the order above); raise limit or filter by pid";
+  note_damage(out, **file);
   return tool_ok(out, -1);
 }
 

@@ -49,7 +49,9 @@ ToolResult run_query(const ServerOptions& options, const json& args) {
                         " MiB (gpuwhy mcp --max-memory) and was stopped; narrow it or aggregate");
     return tool_error(rows.error().line());
   }
-  return tool_ok(rows_json(std::move(rows.value()), limits), -1);
+  nlohmann::ordered_json out = rows_json(std::move(rows.value()), limits);
+  note_damage(out, **file);
+  return tool_ok(out, -1);
 }
 
 }  // namespace

@@ -31,4 +31,8 @@ Result<std::unique_ptr<store::TraceFile>> open_trace(const ServerOptions& option
   return store::TraceFile::open(options.db);
 }
 
+void note_damage(nlohmann::ordered_json& result, const store::TraceFile& file) {
+  if (!file.wal_warning().empty() && result.is_object()) result["damaged"] = file.wal_warning();
+}
+
 }  // namespace gpuwhy::mcp

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cleanup.hpp"
 #include "core/result.hpp"
 #include "discover/discover.hpp"
 #include "model/events.hpp"
@@ -233,7 +234,7 @@ class TraceFile {
   bool live_ = false;
   int writer_pid_ = 0;
   std::string path_;
-  int copy_slot_ = -1;    // its entry in the signal handler's list of copies to remove
+  std::vector<cleanup::Guard> copy_guards_;  // the copy's files, removed on a fatal signal
   std::string temp_dir_;  // private copy of a WAL-mode file we could not read in place
   SessionState session_;
   std::string stop_cause_;

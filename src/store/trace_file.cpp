@@ -6,17 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <limits.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
 #include "core/clock.hpp"
@@ -140,57 +135,27 @@ Probe open_and_probe(const std::string& uri, sqlite3** db) {
 }
 
 // Private copies live until the reader ends, on every path out: the destructor, or a signal that
-// ends the process (Ctrl-C while a large copy is read). The handler removes the files of the
-// registered copies with unlink/rmdir only (async-signal-safe), then dies by the same signal.
-constexpr size_t kMaxCopies = 4;
-constexpr size_t kCopyFiles = 4;  // trace, -wal, -shm, the directory (removed last)
-char g_copy_paths[kMaxCopies][kCopyFiles][PATH_MAX];
-std::atomic<bool> g_copy_used[kMaxCopies];
-
-void remove_copies_on_signal(int sig) {
-  for (size_t i = 0; i < kMaxCopies; ++i) {
-    if (!g_copy_used[i].load()) continue;
-    for (size_t f = 0; f + 1 < kCopyFiles; ++f) unlink(g_copy_paths[i][f]);
-    rmdir(g_copy_paths[i][kCopyFiles - 1]);
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-int register_copy(const std::string& dir, const std::string& file) {
-  const std::string paths[kCopyFiles] = {file, file + "-wal", file + "-shm", dir};
-  for (const std::string& p : paths)
-    if (p.size() >= PATH_MAX) return -1;
-  for (size_t i = 0; i < kMaxCopies; ++i) {
-    if (g_copy_used[i].load()) continue;
-    for (size_t f = 0; f < kCopyFiles; ++f)
-      std::memcpy(g_copy_paths[i][f], paths[f].c_str(), paths[f].size() + 1);
-    g_copy_used[i] = true;
-    static std::once_flag once;
-    std::call_once(once, [] {
-      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
-        struct sigaction old {};
-        sigaction(sig, nullptr, &old);
-        if (old.sa_handler != SIG_DFL) continue;  // someone else handles it (the agent)
-        struct sigaction sa {};
-        sa.sa_handler = remove_copies_on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sig, &sa, nullptr);
-      }
-    });
-    return static_cast<int>(i);
-  }
-  return -1;
+// ends the process (Ctrl-C while a large copy is read, SIGPIPE from `| head`): core/cleanup.hpp.
+std::vector<cleanup::Guard> guard_copy(const std::string& dir, const std::string& file) {
+  std::vector<cleanup::Guard> g;
+  for (const char* sfx : {"", "-wal", "-shm"}) g.emplace_back(file + sfx);
+  g.emplace_back(dir, true);
+  return g;
 }
 
 // SQLite must create "-shm" next to a WAL-mode file whose -wal holds data; in a directory this
 // user cannot write (a copy in a read-only share) it cannot. Read a private copy instead.
-Result<std::string> private_copy(const std::string& path, int& copy_slot) {
+Result<std::string> private_copy(const std::string& path, std::vector<cleanup::Guard>& guards) {
   std::string tmpl = (fs::temp_directory_path() / "gpuwhy-trace-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) return errno_error("cannot create a temporary directory", errno);
-  const std::string dst = tmpl + "/" + fs::path(path).filename().string();
-  // Registered before the copy starts: a large copy is where Ctrl-C lands.
-  copy_slot = register_copy(tmpl, dst);
+  const std::string name = fs::path(path).filename().string();
+  {
+    // Registered before the copy starts (a large copy is where Ctrl-C lands), and a signal
+    // between mkdtemp and the registration held until both are done.
+    const cleanup::HoldSignals hold;
+    if (!mkdtemp(tmpl.data())) return errno_error("cannot create a temporary directory", errno);
+    guards = guard_copy(tmpl, tmpl + "/" + name);
+  }
+  const std::string dst = tmpl + "/" + name;
   std::error_code ec;
   for (const char* sfx : {"", "-wal"}) {
     fs::copy_file(path + sfx, dst + sfx, ec);
@@ -211,7 +176,6 @@ TraceFile::~TraceFile() {
     std::error_code ec;
     fs::remove_all(temp_dir_, ec);
   }
-  if (copy_slot_ >= 0) g_copy_used[copy_slot_] = false;
 }
 
 namespace {
@@ -281,7 +245,7 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
   if (has_wal && (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY)) {
     sqlite3_close_v2(f->db_);
     f->db_ = nullptr;
-    auto dir = private_copy(path, f->copy_slot_);
+    auto dir = private_copy(path, f->copy_guards_);
     if (!dir) return dir.error();
     f->temp_dir_ = dir.value();
     const std::string copy = f->temp_dir_ + "/" + fs::path(path).filename().string();

@@ -428,8 +428,9 @@ TEST(ExplainHtml, SelfContainedWithExplainJsonsNumbersAndRendersInChromium) {
   for (const std::string& fixture : {std::string("lock_wait"), std::string("hidden_sync")}) {
     const std::string db = Traces::db(fixture);
     const std::string page = (Traces::dir(fixture) / "report.html").string();
+    // The fixture's folder outlives a run: --force replaces the page an earlier run wrote.
     const ShellRun made =
-        sh(kGpuwhy + " explain --db " + quote(db) + " --html " + quote(page) + " 2>&1");
+        sh(kGpuwhy + " explain --db " + quote(db) + " --html " + quote(page) + " --force 2>&1");
     ASSERT_EQ(made.rc, 0) << made.out;
     const std::string html = read_file(page);
     // Nothing to load: no URL, no external script, style or image.

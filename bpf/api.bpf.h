@@ -79,16 +79,19 @@ struct {
 /* The user stack of the current task in gw_stacks (--stacks), for an API call or a CPU sample
  * (`ctx`: the program's context); -1 when not captured, and a counted failure when the map
  * refused it (its slot taken by another stack). */
-static __always_inline __s32 gw_user_stack(void *ctx)
+static __always_inline __s32 gw_walk_user_stack(void *ctx)
 {
-	__s32 id;
+	__s32 id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
 
-	if (!gw_cfg.capture_stacks)
-		return -1;
-	id = bpf_get_stackid(ctx, &gw_stacks, BPF_F_USER_STACK);
 	if (id < 0)
 		gw_count(GW_CNT_STACK_FAIL);
 	return id < 0 ? -1 : id;
+}
+
+/* The user stack of an API call: with --stacks only. */
+static __always_inline __s32 gw_user_stack(void *ctx)
+{
+	return gw_cfg.capture_stacks ? gw_walk_user_stack(ctx) : -1;
 }
 
 /* bpf_rdonly_cast (Linux 6.2) turns a pointer into a read-only typed one: the verifier makes the

@@ -12,7 +12,7 @@
 #define GPUWHY_CPU_BPF_H
 
 #include "gpuwhy.bpf.h"
-#include "api.bpf.h" /* gw_user_stack, gw_thread_calls, gw_py_stack */
+#include "api.bpf.h" /* gw_walk_user_stack, gw_thread_calls, gw_py_stack */
 
 /* What a sampled thread that has no API-call storage (it never made a GPU call) remembers
  * between walks: created only for threads of Python processes. */
@@ -65,8 +65,14 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	cs = *(volatile __u64 *)&ctx->regs.cs;
 	rec->kernel = (cs & 3) == 0;
 	rec->pad = 0;
-	rec->stack_id = gw_user_stack(ctx);
 	rec->py_stack = gw_py_sample_stack(bpf_get_current_task_btf());
+	/* A native stack with --stacks, and by default where no Python stack names the line: a
+	 * native program's function is where its time went (a late rank decoding on the CPU). A
+	 * Python thread's native stacks are the interpreter's frames, many and deep: they would fill
+	 * the stack map without naming anything its Python line does not. */
+	rec->stack_id = gw_cfg.capture_stacks || (gw_cfg.sample_stacks && rec->py_stack == 0)
+				? gw_walk_user_stack(ctx)
+				: -1;
 	rec->min_flt = bpf_get_current_task_btf()->min_flt;
 	rec->maj_flt = bpf_get_current_task_btf()->maj_flt;
 	gw_submit_event(rec, sizeof(*rec));

@@ -63,62 +63,12 @@ void Sums::add(const BudgetReport& b) {
   tids.push_back(b.thread.tid);
   first = std::min(first, b.first_ns);
   last = std::max(last, b.first_ns + b.span_ns);
-  t.span_ns += b.span_ns;
+  const int64_t delegated = line_ns(b, Bucket::Delegated);
+  t.span_ns += b.span_ns - delegated;
+  t.delegated_ns += delegated;
   t.gpu_ns += line_ns(b, Bucket::GpuWait);
   t.transfer_ns += line_ns(b, Bucket::Transfer);
   t.refill_ns += line_ns(b, Bucket::RefillGap);
-}
-
-void classify(AuditFigures& p) {
-  const RegimeTimes& t = p.times;
-  const double span = static_cast<double>(std::max<int64_t>(1, t.span_ns));
-  auto pct = [&](int64_t ns) { return fmt_percent(static_cast<double>(ns) / span); };
-  const std::string split = "GPU wait " + pct(t.gpu_ns) + ", syncs " + pct(t.sync_ns) +
-                            ", transfers " + pct(t.transfer_ns) + ", peers " + pct(t.peer_ns) +
-                            ", host " + pct(t.host_ns + t.refill_ns) + " of " +
-                            fmt_duration(t.span_ns);
-  // Syncs first: time they cost comes back by taking them out, without faster code or
-  // hardware. Otherwise the largest share decides: each is time one kind of change returns.
-  const std::pair<Regime, int64_t> by_time[] = {{Regime::GpuBound, t.gpu_ns},
-                                                {Regime::TransferBound, t.transfer_ns},
-                                                {Regime::PeerBound, t.peer_ns},
-                                                {Regime::HostBound, t.host_ns + t.refill_ns}};
-  const auto top = *std::max_element(std::begin(by_time), std::end(by_time),
-                                     [](auto& a, auto& b) { return a.second < b.second; });
-  p.regime = static_cast<double>(t.sync_ns) >= kSyncShare * span ? Regime::SyncBound : top.first;
-  switch (p.regime) {
-    case Regime::GpuBound:
-      p.evidence = "the host mostly waits for its GPU work to finish: " + split;
-      p.move =
-          "the GPU is the limit: faster kernels (mixed precision, fused ops, larger "
-          "batches per launch) or more GPUs; host-side fixes return little";
-      break;
-    case Regime::SyncBound:
-      p.evidence =
-          "the host waits in syncs and read-backs the loop does not need, and the GPU "
-          "idles while it refills the queue: " +
-          split;
-      p.move =
-          "take the syncs and read-backs explain names out of the loop (async copies to "
-          "pinned memory, read results a step later)";
-      break;
-    case Regime::TransferBound:
-      p.evidence = "host<->device copies take the most time: " + split;
-      p.move =
-          "copy from pinned memory with async copies that overlap compute, copy less, or "
-          "keep data on the device";
-      break;
-    case Regime::PeerBound:
-      p.evidence = "waiting for other ranks in collectives takes the most time: " + split;
-      p.move = "find why the late rank is late (explain names it) and balance the ranks' work";
-      break;
-    case Regime::HostBound:
-      p.evidence = "the host cannot keep the GPU fed: " + split;
-      p.move =
-          "the host is the limit: take the host work and stalls explain names off the "
-          "dispatch thread (data loading in workers, fewer small launches, CUDA graphs)";
-      break;
-  }
 }
 
 // A sync that waited at least this share of its episode (from the first work queued after the
@@ -135,6 +85,7 @@ constexpr int64_t kBlockedMinNs = 20'000;
 // of it, the estimate with the smallest worst-case error.
 struct BusySums {
   int64_t upper = 0, estimate = 0;
+  int64_t fed = 0;  // the episodes whose drain waited
 };
 // The time of [from, to) the thread spent runnable, waiting for a CPU (its off-CPU rows at
 // [k, k_end), (tid, ts) order; k moves forward): the host's delay, not the GPU's work.
@@ -191,6 +142,7 @@ void thread_busy(const TraceRows& rows, const DeviceMap& devices, size_t begin, 
     // Waited: fed the whole episode. Returned at once: it finished somewhere in the episode,
     // and the middle is the estimate whose error (half the episode) is smallest.
     b.estimate += waited ? episode : episode / 2;
+    if (waited) b.fed += episode;
     if (open != start.end()) start.erase(open);
   }
   for (const auto& [dev, from] : start)  // queued at the end
@@ -337,6 +289,76 @@ std::string_view regime_name(Regime r) {
 
 namespace {
 
+void classify(AuditFigures& p) {
+  const RegimeTimes& t = p.times;
+  const double span = static_cast<double>(std::max<int64_t>(1, t.span_ns));
+  auto pct = [&](int64_t ns) { return fmt_percent(static_cast<double>(ns) / span); };
+  std::string split = "GPU wait " + pct(t.gpu_ns) + ", syncs " + pct(t.sync_ns) + ", transfers " +
+                      pct(t.transfer_ns) + ", peers " + pct(t.peer_ns) + ", host " +
+                      pct(t.host_ns + t.refill_ns) + " of " + fmt_duration(t.span_ns);
+  if (t.delegated_ns > 0)
+    split += " (waits while a sibling GPU thread dispatched, " + fmt_duration(t.delegated_ns) +
+             ", left out)";
+  // Host work only costs while it leaves the GPU idle: the GPU's fed time (episodes whose drain
+  // found it still busy, or its measured busy time) caps what the host can have cost at the rest
+  // of the span, and counts for the GPU beside the host's own waits for it. A host that is busy
+  // while its GPU is fed is ahead of the GPU, not holding it back.
+  const int64_t gpu_span = p.gpu_span_ns > 0 ? p.gpu_span_ns : t.span_ns;
+  const int64_t fed = std::min(p.busy.fed_ns, gpu_span);
+  const int64_t host = t.host_ns + t.refill_ns;
+  const int64_t host_cost = fed > 0 ? std::min(host, gpu_span - fed) : host;
+  const int64_t gpu_cost = std::max(t.gpu_ns, fed - t.sync_ns - t.transfer_ns - t.peer_ns);
+  if (host_cost < host)
+    split += "; the GPU was fed for " + fmt_duration(fed) + " (" +
+             fmt_percent(static_cast<double>(fed) /
+                         static_cast<double>(std::max<int64_t>(1, gpu_span))) +
+             (p.busy.fed_measured ? ", measured on the device" : ", its drains waited") +
+             "), so host work left it idle for at most " + fmt_duration(host_cost);
+  // Syncs first: time they cost comes back by taking them out, without faster code or
+  // hardware. Otherwise the largest share decides: each is time one kind of change returns.
+  const std::pair<Regime, int64_t> by_time[] = {{Regime::GpuBound, gpu_cost},
+                                                {Regime::TransferBound, t.transfer_ns},
+                                                {Regime::PeerBound, t.peer_ns},
+                                                {Regime::HostBound, host_cost}};
+  const auto top = *std::max_element(std::begin(by_time), std::end(by_time),
+                                     [](auto& a, auto& b) { return a.second < b.second; });
+  p.regime = static_cast<double>(t.sync_ns) >= kSyncShare * span ? Regime::SyncBound : top.first;
+  switch (p.regime) {
+    case Regime::GpuBound:
+      p.evidence =
+          "the GPU had work most of the time (the host waited for it or ran ahead): " + split;
+      p.move =
+          "the GPU is the limit: faster kernels (mixed precision, fused ops, larger "
+          "batches per launch) or more GPUs; host-side fixes return little";
+      break;
+    case Regime::SyncBound:
+      p.evidence =
+          "the host waits in syncs and read-backs the loop does not need, and the GPU "
+          "idles while it refills the queue: " +
+          split;
+      p.move =
+          "take the syncs and read-backs explain names out of the loop (async copies to "
+          "pinned memory, read results a step later)";
+      break;
+    case Regime::TransferBound:
+      p.evidence = "host<->device copies take the most time: " + split;
+      p.move =
+          "copy from pinned memory with async copies that overlap compute, copy less, or "
+          "keep data on the device";
+      break;
+    case Regime::PeerBound:
+      p.evidence = "waiting for other ranks in collectives takes the most time: " + split;
+      p.move = "find why the late rank is late (explain names it) and balance the ranks' work";
+      break;
+    case Regime::HostBound:
+      p.evidence = "the host cannot keep the GPU fed: " + split;
+      p.move =
+          "the host is the limit: take the host work and stalls explain names off the "
+          "dispatch thread (data loading in workers, fewer small launches, CUDA graphs)";
+      break;
+  }
+}
+
 // The lost time of the chains of one kind among `chains`.
 int64_t lost_ns(const std::vector<const Chain*>& chains, std::string_view kind) {
   int64_t ns = 0;
@@ -372,6 +394,7 @@ void fill_figures(AuditFigures& p, const Sums& s, int64_t collective_ns, const B
     p.busy.upper_ns = std::min(span, busy->upper);
     p.busy.lower_ns = std::min(p.busy.upper_ns, t.gpu_ns + t.sync_ns);
     p.busy.estimate_ns = std::clamp(busy->estimate, p.busy.lower_ns, p.busy.upper_ns);
+    p.busy.fed_ns = std::min(p.busy.upper_ns, busy->fed);
   }
   classify(p);
   const double per_ns = price_per_gpu_hour / kNsPerHour;
@@ -385,6 +408,29 @@ void fill_figures(AuditFigures& p, const Sums& s, int64_t collective_ns, const B
   // return, not the copies' whole time).
   std::sort(p.levers.begin(), p.levers.end(),
             [](const Lever& a, const Lever& b) { return a.lost_ns > b.lost_ns; });
+}
+
+// How the regime reads beside explain's causes for the same threads (chains in explain's rank
+// order): its top cause, and where the two could seem to disagree, why they do not.
+std::string agreement_of(const AuditFigures& p, const std::vector<const Chain*>& chains) {
+  const double span = static_cast<double>(std::max<int64_t>(1, p.times.span_ns));
+  int64_t named = 0;
+  for (const Chain* c : chains) named += c->lost_ns;
+  const int64_t host = p.times.host_ns + p.times.refill_ns;
+  if (chains.empty())
+    return p.regime == Regime::HostBound
+               ? "explain names no single cause for it: the host time is spread over its own "
+                 "code, its launches and short stalls (explain's time budget shows where)"
+               : "explain names no cause for it";
+  const Chain& top = *chains.front();
+  std::string s = "explain's top cause for it: " + top.title + ", " + fmt_duration(top.lost_ns) +
+                  " (" + fmt_percent(static_cast<double>(top.lost_ns) / span) + ")";
+  if (p.regime == Regime::GpuBound)
+    s += "; with the GPU the limit, host-side fixes return at most what explain names";
+  else if (p.regime == Regime::HostBound && 4 * named < host)
+    s += "; its causes together return " + fmt_duration(named) + " of the host's " +
+         fmt_duration(host) + ": the rest is spread over its own code and launches";
+  return s;
 }
 
 }  // namespace
@@ -466,9 +512,11 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
       const auto b = busy.find(key);
       fill_figures(d, ds, collective_ns[key], b == busy.end() ? nullptr : &b->second, mine,
                    opt.price_per_gpu_hour);
+      d.agreement = agreement_of(d, mine);
       if (b != busy.end()) {
         busy_sum.upper += d.busy.upper_ns;
         busy_sum.estimate += d.busy.estimate_ns;
+        busy_sum.fed += d.busy.fed_ns;
         any_busy = true;
       }
       collectives += collective_ns[key];
@@ -488,8 +536,11 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
         p.busy.lower_ns += d.busy.lower_ns;
         p.busy.upper_ns += d.busy.upper_ns;
         p.busy.estimate_ns += d.busy.estimate_ns;
+        p.busy.fed_ns += d.busy.fed_ns;
       }
+      classify(p);  // against the devices' summed fed time and spans
     }
+    p.agreement = agreement_of(p, chains);
     for (auto& [mpid, m] : memory)
       if (mpid == pid) p.memory = std::move(m);
     if (p.devices.size() == 1) p.devices[0].memory = p.memory;
@@ -509,6 +560,23 @@ AuditReport audit(TraceRows rows, const AuditOptions& opt) {
   out.window_cost =
       opt.price_per_gpu_hour / kNsPerHour * static_cast<double>(r.trace.window.duration()) * gpus;
   return out;
+}
+
+void reclassify(const AuditReport& r, ProcessAudit& p) {
+  std::vector<const Chain*> chains;
+  for (const Chain& c : r.explain.chains)
+    if (c.process.pid == p.process.pid) chains.push_back(&c);
+  for (DeviceAudit& d : p.devices) {
+    std::vector<const Chain*> mine;
+    for (const Chain* c : chains)
+      if (p.devices.size() == 1 ||
+          std::find(d.tids.begin(), d.tids.end(), c->thread.tid) != d.tids.end())
+        mine.push_back(c);
+    classify(d);
+    d.agreement = agreement_of(d, mine);
+  }
+  classify(p);
+  p.agreement = agreement_of(p, chains);
 }
 
 }  // namespace gpuwhy::analysis

@@ -32,13 +32,18 @@ std::string_view regime_name(Regime r);  // "host_bound", ...
 
 // Where a process's GPU threads spent their spans, grouped by what would move it.
 struct RegimeTimes {
-  int64_t span_ns = 0;      // the threads' spans, summed
-  int64_t gpu_ns = 0;       // blocked waiting for its own GPU work (syncs, synchronous copies)
-  int64_t transfer_ns = 0;  // in host<->device copies
-  int64_t peer_ns = 0;      // waiting for other ranks (collectives, and syncs behind them)
-  int64_t sync_ns = 0;      // waits explain blames on syncs the loop did not need
-  int64_t refill_ns = 0;    // host work after a sync drained the queue (GPU idle meanwhile)
-  int64_t host_ns = 0;      // everything else on the host: launches, host work, stalls
+  // The threads' spans less their delegated waits, summed: the time the process's dispatch was
+  // carried by some thread. A thread that waits while a sibling dispatches (PyTorch's main thread
+  // during the backward pass on its autograd thread) is not host time, and counting both spans
+  // would make a process of two alternating threads look twice as long as its window.
+  int64_t span_ns = 0;
+  int64_t delegated_ns = 0;  // waits while another GPU thread of the process dispatched
+  int64_t gpu_ns = 0;        // blocked waiting for its own GPU work (syncs, synchronous copies)
+  int64_t transfer_ns = 0;   // in host<->device copies
+  int64_t peer_ns = 0;       // waiting for other ranks (collectives, and syncs behind them)
+  int64_t sync_ns = 0;       // waits explain blames on syncs the loop did not need
+  int64_t refill_ns = 0;     // host work after a sync drained the queue (GPU idle meanwhile)
+  int64_t host_ns = 0;       // everything else on the host: launches, host work, stalls
 };
 
 // The GPU's busy time, bounded from the host side: at least the time its threads waited in
@@ -46,6 +51,11 @@ struct RegimeTimes {
 // estimate between them reads each drain (audit.cpp, thread_busy).
 struct GpuBusy {
   int64_t lower_ns = 0, upper_ns = 0, estimate_ns = 0;
+  // The episodes whose drain waited: the GPU still had work when the host asked, so it was fed
+  // through them. The regime weighs host time against this (classify in audit.cpp); with the
+  // device's own records (gpu_truth) the measured busy time takes its place.
+  int64_t fed_ns = 0;
+  bool fed_measured = false;  // fed_ns is the device's own busy time (trace --gpu-activity)
   int64_t error_ns() const { return std::max(estimate_ns - lower_ns, upper_ns - estimate_ns); }
 };
 
@@ -131,6 +141,9 @@ struct AuditFigures {
   Regime regime = Regime::HostBound;
   std::string evidence;  // why this regime, in numbers
   std::string move;      // what would move it
+  // How the regime reads beside explain's causes for the same threads: its top cause, or why
+  // the two differ (a host-bound process whose host time no single cause explains).
+  std::string agreement;
   std::vector<Lever> levers;
   ProcessMemory memory;
   double cost = 0, lost_cost = 0;  // with a price: its span, and its chains' lost time
@@ -179,6 +192,10 @@ struct AuditReport {
 
 // Runs explain's analysis (analyze) and the memory pass over the same rows.
 AuditReport audit(TraceRows rows, const AuditOptions& opt = {});
+
+// Decides `p`'s regime (and its devices') again from its times and busy figures, and how it reads
+// beside explain's causes in `r`: after gpu_truth measured the busy time.
+void reclassify(const AuditReport& r, ProcessAudit& p);
 
 // The memory pass alone (for tests): per pid.
 std::vector<std::pair<uint32_t, ProcessMemory>> audit_memory(const TraceRows& rows);

@@ -6,9 +6,9 @@
 // the fix is the limit. Draws on the Throttled bucket.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
+#include "analysis/culprit_states.hpp"
 #include "analysis/detectors.hpp"
 #include "analysis/units.hpp"
 
@@ -58,12 +58,6 @@ double cpus_used(const Context& ctx, uint32_t pid, int64_t span) {
   return span > 0 ? static_cast<double>(on_cpu) / static_cast<double>(span) : 0;
 }
 
-std::string fmt_cpus(double c) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, c < 10 ? "%.2f" : "%.1f", c);
-  return buf;
-}
-
 void one_thread(const Context& ctx, const ThreadSummary& t, const Throttling& r,
                 std::vector<Chain>& out) {
   const ThreadBudget& b = ctx.budget(t);
@@ -76,12 +70,7 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Throttling& r,
   std::string limit = "its cgroup's CPU quota";
   if (known) {
     const auto& l = lim->second;
-    limit = "the CPU quota of cgroup " + l.cgroup + " (" + fmt_cpus(l.cpus()) + " CPUs: " +
-            (l.version == 2
-                 ? "cpu.max " + std::to_string(l.quota_us) + " " + std::to_string(l.period_us)
-                 : "cpu.cfs_quota_us " + std::to_string(l.quota_us) + ", cpu.cfs_period_us " +
-                       std::to_string(l.period_us)) +
-            ")";
+    limit = "the CPU quota of " + quota_text(l);
     ch.culprit = Task{t.pid, 0, ch.process.comm, l.cgroup};
   }
   ch.summary = ctx.who(ch.thread) + " is throttled by " + limit + ": runnable but held off the " +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/culprit_states.hpp"
 #include "analysis/detectors.hpp"
 #include "analysis/units.hpp"
 
@@ -94,6 +95,70 @@ std::vector<std::pair<uint32_t, int64_t>> io_by_syscall(const ThreadBudget& b) {
   return v;
 }
 
+// The thread's sleeps that `waker_tid` ended ([sleep, wake-up): the time it waited for that
+// task), in time order.
+std::vector<std::pair<int64_t, int64_t>> waits_woken_by(const Context& ctx, const ThreadSummary& t,
+                                                        uint32_t waker_tid) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  auto [b, e] = Joins::range(ctx.joins.offcpu, t.tid);
+  for (size_t k = b; k < e; ++k) {
+    const OffCpuRow& o = ctx.rows.offcpu[k];
+    if (o.preempted || o.other_tid != waker_tid) continue;
+    const int64_t s = std::max(o.ts, t.first_ns), w = std::min(o.end() - o.runq, t.last_ns);
+    if (w > s) v.emplace_back(s, w);
+  }
+  return v;
+}
+
+// The fix follows from why the producer was late: a quota to raise, CPUs to give it, what it
+// waits for itself, or (on the CPU) its own code to make faster or to run more of.
+std::string producer_fix(const Context& ctx, Task& producer, const CulpritStates& why) {
+  using State = CulpritStates::State;
+  const std::string who = producer.label();
+  const double share = why.wait_ns > 0 ? static_cast<double>(why.ns(why.dominant())) /
+                                             static_cast<double>(why.wait_ns)
+                                       : 0;
+  const bool decides = why.recorded && share >= ctx.th.dominant * 0.5;
+  if (decides && why.dominant() == State::Throttled) {
+    std::string limit = "its cgroup's CPU limit";
+    if (auto l = ctx.rows.cpu_limits.find(producer.pid); l != ctx.rows.cpu_limits.end()) {
+      producer.cgroup = l->second.cgroup;
+      limit = "the CPU limit of " + quota_text(l->second);
+    }
+    return "the dispatch thread waits for " + who + ", and " + who +
+           " is throttled by its cgroup's CPU quota for " + fmt_percent(share) +
+           " of that wait: raise " + limit +
+           " (Kubernetes resources.limits.cpu, docker --cpus, systemd CPUQuota=, cgroup cpu.max) "
+           "or run the producer outside the limited group; faster producer code helps only as "
+           "far as the quota allows";
+  }
+  if (decides && why.dominant() == State::Runnable)
+    return "the dispatch thread waits for " + who + ", and " + who + " waits for a CPU for " +
+           fmt_percent(share) +
+           " of that wait: give the producer CPUs of its own (fewer co-located jobs or threads, "
+           "a cpuset, a higher priority than the tasks that run instead)";
+  if (decides && why.dominant() == State::Asleep)
+    return "the dispatch thread waits for " + who + ", and " + who + " is itself asleep" +
+           (why.asleep_in.empty() ? std::string()
+                                  : " in " + ctx.rows.syscall_name(why.asleep_in.front().first)) +
+           " for " + fmt_percent(share) +
+           " of that wait: find what the producer waits for (its own input: storage, network, a "
+           "lock) and prefetch it, or run more producers ahead of the step";
+  return "the dispatch thread waits for " + who +
+         " to hand it data: make that producer faster or run more of them ahead of the step "
+         "(DataLoader num_workers, prefetch_factor, pin_memory), or overlap the wait with GPU "
+         "work";
+}
+
+void add_state_metrics(Chain& ch, const CulpritStates& why) {
+  if (!why.recorded) return;
+  ch.metrics.emplace_back("producer_wait_ns", static_cast<double>(why.wait_ns));
+  ch.metrics.emplace_back("producer_on_cpu_ns", static_cast<double>(why.on_cpu_ns));
+  ch.metrics.emplace_back("producer_throttled_ns", static_cast<double>(why.throttled_ns));
+  ch.metrics.emplace_back("producer_runnable_ns", static_cast<double>(why.runnable_ns));
+  ch.metrics.emplace_back("producer_asleep_ns", static_cast<double>(why.asleep_ns));
+}
+
 void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   const ThreadSummary& t = *io.t;
   const ThreadBudget& b = ctx.budget(t);
@@ -163,23 +228,25 @@ void one_thread(const Context& ctx, const Io& io, std::vector<Chain>& out) {
   if (producer) {
     const Culprit& p = wakers.front();
     ch.culprit = ctx.other(p.pid, p.tid, p.comm, p.pid == t.pid);
+    // One level down: why the producer was late, from its own scheduler records.
+    const CulpritStates why = culprit_states(ctx, p.tid, waits_woken_by(ctx, t, p.tid));
+    if (std::string line = culprit_states_line(ctx, *ch.culprit, why); !line.empty())
+      ch.evidence.push_back({line});
     // What the producer ran meanwhile, in Python: the line to make faster.
     if (std::string py = culprit_python_line(ctx, *ch.culprit, t.first_ns, t.last_ns); !py.empty())
       ch.evidence.push_back({py});
-    ch.fix = "the dispatch thread waits for " + ch.culprit->label() +
-             " to hand it data: make that producer faster or run more of them ahead of the step "
-             "(DataLoader num_workers, prefetch_factor, pin_memory), or overlap the wait with "
-             "GPU work";
+    ch.fix = producer_fix(ctx, *ch.culprit, why);
+    add_state_metrics(ch, why);
   } else {
     ch.fix =
         "move file I/O off the GPU dispatch thread: checkpoints and logs from a background "
         "thread or process (async checkpointing), input through DataLoader workers with "
         "prefetch; keep datasets on fast local storage";
   }
-  ch.metrics = {{"io_syscall_ns", static_cast<double>(b[Bucket::Io])},
-                {"handoff_ns", static_cast<double>(b[Bucket::Handoff])},
-                {"io_syscalls", static_cast<double>(io.calls)},
-                {"block_io_bytes", static_cast<double>(bytes)}};
+  ch.metrics.insert(ch.metrics.begin(), {{"io_syscall_ns", static_cast<double>(b[Bucket::Io])},
+                                         {"handoff_ns", static_cast<double>(b[Bucket::Handoff])},
+                                         {"io_syscalls", static_cast<double>(io.calls)},
+                                         {"block_io_bytes", static_cast<double>(bytes)}});
   out.push_back(std::move(ch));
 }
 

@@ -148,7 +148,18 @@ Status add_gpu_truth(sqlite3* db, AuditReport& report, size_t top_kernels) {
   for (ProcessAudit& p : report.processes) {
     auto t = process_truth(db, p, report.trace.window.trace_start_ns, top_kernels);
     if (!t) return t.error();
-    if (!t->devices.empty()) p.gpu_truth = std::move(*t);
+    if (t->devices.empty()) continue;
+    // The regime weighs host time against the time the GPU was fed: measured now.
+    p.busy.fed_ns = t->figures.busy_ns;
+    p.busy.fed_measured = true;
+    for (DeviceAudit& d : p.devices)
+      for (const auto& [device, f] : t->devices)
+        if (device == d.device) {
+          d.busy.fed_ns = f.busy_ns;
+          d.busy.fed_measured = true;
+        }
+    p.gpu_truth = std::move(*t);
+    reclassify(report, p);
   }
   return {};
 }

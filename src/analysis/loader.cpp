@@ -787,7 +787,9 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
             runtime =
                 py == rows.python_runtime.end() ? std::pair<uint64_t, uint64_t>{0, 0} : py->second;
           }
-          if (!last_kept || !interval_kept(ts[r], dur[r], tid[r])) continue;
+          // A process that made no GPU call (a data-loader worker) is kept apart below.
+          if (!interval_kept(ts[r], dur[r], tid[r])) continue;
+          if (!last_kept && !opt.batch.empty()) continue;
           OffCpuRow o;
           o.pid = static_cast<uint32_t>(pid[r]);
           o.ts = ts[r];
@@ -833,6 +835,16 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
       },
       rows.offcpu, nullptr, only);
   if (!st) return st.error();
+  {
+    auto others = std::stable_partition(rows.offcpu.begin(), rows.offcpu.end(),
+                                        [&](const OffCpuRow& o) { return keep(o.pid); });
+    rows.worker_offcpu.assign(others, rows.offcpu.end());
+    rows.offcpu.erase(others, rows.offcpu.end());
+    std::sort(rows.worker_offcpu.begin(), rows.worker_offcpu.end(),
+              [](const OffCpuRow& a, const OffCpuRow& b) {
+                return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts;
+              });
+  }
   timer.lap("offcpu");
   Columns sc{store::find_chunked_table("syscalls")};
   const uint32_t s_ts = sc["ts"], s_dur = sc["dur"], s_pid = sc["pid"], s_tid = sc["tid"],

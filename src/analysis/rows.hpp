@@ -364,6 +364,10 @@ struct TraceRows {
   // processes: multiprocessing data-loader workers), in no particular order: only for what a
   // culprit among them ran in Python (culprit_python_line); no other view counts them.
   std::vector<CpuSampleRow> worker_samples;
+  // Their off-CPU intervals, sorted by (tid, ts): why a producer among them was late (throttled
+  // by its cgroup's quota, waiting for a CPU, asleep itself; culprit_states.hpp). Read only for an
+  // analysis of every process (no --pid, not a batch): other reads skip their chunks.
+  std::vector<OffCpuRow> worker_offcpu;
   // Every task's runs on a CPU a traced thread waited for, overlapping the window (any process:
   // the holders are whoever ran), sorted by (cpu, ts); and the moves of waiting threads between
   // run queues, sorted by (tid, ts). Read them through CpuHolders (cpu_holders.hpp).

@@ -27,6 +27,7 @@ struct TraceFlags {
   bool no_uprobe_multi = false;
   bool no_uprobe_session = false;
   bool no_python = false;
+  bool no_sample_stacks = false;
   std::vector<std::string> entry_only;
   double min_offcpu_us = 0;
   double min_syscall_us = 1000;
@@ -81,6 +82,10 @@ void add_trace_command(CLI::App& root, Runner& run) {
                 "Do not record the Python line behind each GPU call of Python processes (on by "
                 "default: every call but the launches whose arguments are not sampled walks the "
                 "calling thread's Python frames)");
+  cmd->add_flag("--no-sample-stacks", flags->no_sample_stacks,
+                "Do not record the native user stack of the CPU samples of threads without a "
+                "Python stack (on by default: where a native program's time goes, e.g. the "
+                "function a late NCCL rank spends its CPU in)");
   std::vector<std::string> categories;
   for (Category c : all_categories()) categories.emplace_back(category_name(c));
   cmd->add_option("--entry-only", flags->entry_only,
@@ -184,6 +189,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.uprobe_multi = !flags->no_uprobe_multi;
       opt.uprobe_session = !flags->no_uprobe_session;
       opt.python_stacks = !flags->no_python;
+      opt.sample_stacks = !flags->no_sample_stacks;
       for (const std::string& name : flags->entry_only)  // names checked by the option
         opt.entry_only_categories |= category_bit(*category_of_name(name));
       opt.min_offcpu_ns = static_cast<uint64_t>(flags->min_offcpu_us * 1000);

@@ -542,8 +542,8 @@ void TraceSession::handle_hints() {
 
 reader::RingReader::Options TraceSession::reader_options() {
   reader::RingReader::Options o;
-  if (opt_.stacks) {
-    // Runs for every call with a stack, on the reader thread only: its own set, no lock.
+  if (opt_.any_stacks()) {
+    // Runs for every call or sample with a stack, on the reader thread only: its own set, no lock.
     o.on_stack = [this, seen = std::unordered_set<int32_t>()](uint32_t pid, int32_t id) mutable {
       if (seen.insert(id).second) rec_->note_new_stack(pid);
     };
@@ -723,6 +723,7 @@ int TraceSession::run() {
   cfg.filter_pids = !pid_filter_.empty();
   cfg.hold_new_libs = opt_.hold_new_libs;
   cfg.capture_stacks = opt_.stacks;
+  cfg.sample_stacks = opt_.sample_stacks;
   cfg.launch_read_mask = opt_.launch_read_mask;
   // A launch that reads its memory words has a record of its own; every other launch waits in
   // its thread's batch (bpf/api.bpf.h).
@@ -757,7 +758,7 @@ int TraceSession::run() {
   if (!writer) return fail(writer.error().line());
   rec_ = std::make_unique<Recorder>(std::move(writer.value()));
   rec_->keep_secret_args(opt_.keep_secret_args);
-  if (opt_.stacks) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
+  if (opt_.any_stacks()) rec_->read_stacks_with([this](int32_t id) { return probes_->user_stack(id); });
   if (opt_.python_stacks)
     py_ = std::make_unique<PythonStacks>(
         [this](uint64_t key, gw_py_stack* out) { return probes_->python_stack(key, out); });

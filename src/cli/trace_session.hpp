@@ -22,6 +22,8 @@ struct TraceOptions {
   std::vector<std::string> libs;
   uint32_t ring_bytes = 32u << 20;
   bool stacks = false;
+  bool sample_stacks = true;  // native stacks in the CPU samples of non-Python threads
+  bool any_stacks() const { return stacks || (sample_stacks && sample_hz > 0); }
   uint32_t launch_read_mask = 63;  // launches read in-memory arguments when (count & mask) == 0
   bool launch_batching = true;     // launches that read no memory go to their thread's batch
   bool python_stacks = true;       // the Python line behind each call (off: trace --no-python)
@@ -36,8 +38,9 @@ struct TraceOptions {
   // uretprobe syscall each traced GPU call returns through.
   bool syscalls = false, block_io = true, tcp = true, reclaim = true;
   bool driver_ioctls = false;  // trace --with driver-ioctls (where the driver's files exist)
-  uint32_t sample_hz = probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
-  bool status_line = true;     // only shown on a terminal
+  uint32_t sample_hz =
+      probes::kDefaultSampleHz;  // CPU samples of traced threads per second and CPU (0: none)
+  bool status_line = true;       // only shown on a terminal
   std::string command_line;
   bool keep_secret_args = false;  // store command lines as they are (no "***" for secrets)
   std::string ready_file;  // created once the initial probes are attached (scripts and tests)

@@ -240,6 +240,7 @@ std::string audit_text(const analysis::AuditReport& r) {
                        std::string(analysis::regime_name(p.regime)), fmt_duration(span));
     out += "  why:  " + shown(p.evidence) + "\n";
     out += "  move: " + shown(p.move) + "\n";
+    if (!p.agreement.empty()) out += "  explain: " + shown(p.agreement) + "\n";
     if (p.gpu_truth) {  // the device's own figures replace the host-side range
       out += truth_text(p.gpu_truth->figures, "  ", p.devices.size());
       out += top_kernels_text(*p.gpu_truth, "  ");
@@ -324,14 +325,18 @@ void figures_json(json& j, const analysis::AuditFigures& p, double price) {
   j["regime"] = analysis::regime_name(p.regime);
   j["evidence"] = p.evidence;
   j["move"] = p.move;
-  j["times"] = {{"span_ns", t.span_ns}, {"gpu_wait_ns", t.gpu_ns}, {"transfer_ns", t.transfer_ns},
-                {"peer_ns", t.peer_ns}, {"sync_ns", t.sync_ns},    {"refill_ns", t.refill_ns},
-                {"host_ns", t.host_ns}};
+  j["agreement"] = p.agreement;
+  j["times"] = {{"span_ns", t.span_ns},         {"gpu_wait_ns", t.gpu_ns},
+                {"transfer_ns", t.transfer_ns}, {"peer_ns", t.peer_ns},
+                {"sync_ns", t.sync_ns},         {"refill_ns", t.refill_ns},
+                {"host_ns", t.host_ns},         {"delegated_ns", t.delegated_ns}};
   j["gpu_busy"] = {{"estimate_ns", p.busy.estimate_ns},
                    {"error_ns", p.busy.error_ns()},
                    {"lower_ns", p.busy.lower_ns},
                    {"upper_ns", p.busy.upper_ns},
                    {"gpu_span_ns", p.gpu_span_ns},
+                   {"fed_ns", p.busy.fed_ns},
+                   {"fed_measured", p.busy.fed_measured},
                    {"ratio", round4(share(p.busy.estimate_ns, p.gpu_span_ns))}};
   j["levers"] = std::move(levers);
   j["memory"] = memory_json(p.memory);

@@ -262,6 +262,7 @@ void audit_section(std::string& h, const json& audit) {
          esc(str(p, "comm")) + " (pid " + std::to_string(i64(p, "pid")) +
          "): " + esc(str(p, "regime")) + "</h3><div class=\"nums\">" + esc(str(p, "evidence")) +
          "</div><div class=\"fix\">" + esc(str(p, "move")) + "</div><div class=\"nums\">" +
+         esc(str(p, "agreement")) + "</div><div class=\"nums\">" +
          "GPU busy (host-side estimate) <b>" + dur(b, "estimate_ns") + "</b> (" +
          fmt_percent(num(b, "ratio")) + " of its span), within " + dur(b, "lower_ns") + " … " +
          dur(b, "upper_ns") + "</div>";

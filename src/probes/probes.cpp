@@ -141,6 +141,7 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   ro.self_pid = cfg.self_pid ? cfg.self_pid : static_cast<uint32_t>(getpid());
   ro.sample_period_ns = cfg.sample_hz ? 1'000'000'000ull / cfg.sample_hz : 0;
   ro.python_stacks = cfg.python_stacks ? 1 : 0;
+  ro.sample_stacks = cfg.sample_stacks && cfg.sample_hz > 0 ? 1 : 0;
   // Driver ioctls: the prefix's file-name part and its directory's last component, as the
   // kernel's dentries name them (each at most 15 characters).
   const std::string driver = driver_path_prefix();
@@ -168,7 +169,11 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
 
   bpf_map__set_max_entries(p->skel_->maps.gw_events, cfg.events_ring_bytes);
   bpf_map__set_max_entries(p->skel_->maps.gw_lifecycle, cfg.lifecycle_ring_bytes);
-  bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384 : 1);
+  // Every call's stack with --stacks; by default only the native threads' CPU samples, whose
+  // distinct stacks are far fewer (4 MiB of map: each slot holds 127 frames).
+  bpf_map__set_max_entries(p->skel_->maps.gw_stacks, cfg.capture_stacks ? 16384
+                                                     : ro.sample_stacks ? 4096
+                                                                        : 1);
   // One run-queue wait count per CPU (bpf/cpu_runs.bpf.h), indexed by the kernel's CPU number.
   bpf_map__set_max_entries(p->skel_->maps.gw_cpu_wait,
                            static_cast<uint32_t>(std::max(libbpf_num_possible_cpus(), 1)));

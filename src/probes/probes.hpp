@@ -57,6 +57,8 @@ struct ProbeConfig {
   uint64_t min_syscall_ns = 1'000'000;  // only slow syscalls are emitted
   bool filter_pids = false;             // only processes added with track_pid() emit API calls
   bool capture_stacks = false;
+  // User stacks in the CPU samples of threads without a Python stack (gw_config.sample_stacks).
+  bool sample_stacks = true;
   uint32_t launch_read_mask = 0;  // gw_config.launch_read_mask (0: every launch reads memory)
   // Launches that read no memory go to the thread's batch (their probes' GW_COOKIE_BATCHED);
   // what threads still hold at stop is read by open_launch_batches().

@@ -112,6 +112,12 @@ void check_straggler_host(const TracedRun& r) {
   ASSERT_NE(victim, nullptr) << "the chain's victim is not a rank: " << c.dump();
   EXPECT_FALSE((*victim)["straggler"].get<bool>()) << "the straggler is not its own victim";
   EXPECT_TRUE(Near(c["share"].get<double>(), (*victim)["gate_share"].get<double>(), 0.10));
+  // Where its CPU time went, in code: the CPU samples carry native stacks by default, and the
+  // straggler's host work is sim_train's load_shard().
+  bool named = false;
+  for (const json& e : c["evidence"])
+    named = named || e["text"].get<std::string>().find("load_shard") != std::string::npos;
+  EXPECT_TRUE(named) << "the straggler's function is not named: " << c["evidence"].dump(1);
 }
 
 // 3b. The same timed waits with a busy process of another job on the trainer's CPU: each wait

@@ -208,6 +208,77 @@ TEST_F(KernelCauses, ReusedBuffersAreNotFaultChurn) {
     EXPECT_LT(c["share"].get<double>(), 0.02) << c.dump();
 }
 
+// A chain's metric by name; NaN when absent.
+double metric_of(const json& chain, const std::string& name) {
+  for (const auto& [k, v] : chain["metrics"].items())
+    if (k == name) return v.get<double>();
+  return std::nan("");
+}
+
+// The trainer's input-starved chain: its wait for the loader worker `loader_pid`.
+json producer_chain(const json& report, int64_t trainer, int64_t loader_pid) {
+  for (const json& c : chains_of(report, trainer, "io_stall"))
+    if (HasCulprit(c) && c["culprit"]["pid"].get<int64_t>() == loader_pid) return c;
+  return {};
+}
+
+// Two levels: the trainer waits on a pipe for its loader worker (level one), and the worker is
+// late because its own cgroup's quota throttles it (level two): 0.4 of a CPU in 50 ms periods for
+// 6 ms of decoding per batch. The workload's truth is the group's throttled time (cpu.stat; only
+// the worker runs in it) over the run. The trainer waits for the worker through most of the run,
+// so the throttled time explain finds inside those waits lies between the group's throttled time
+// less the run's time outside the waits and the group's throttled time.
+TEST_F(KernelCauses, ThrottledProducerIsTheSecondLevel) {
+  QuotaCgroup cg(20'000, 50'000);
+  if (!cg.skip_reason().empty()) GTEST_SKIP() << cg.skip_reason();
+  TempDir dir;
+  TracedScenario t;
+  ASSERT_NO_FATAL_FAILURE(
+      trace_scenario(dir, "quota-loader", {"--loader-cgroup", cg.dir()}, {}, t));
+  const json w = summary_of(t.workload.out);
+  SCOPED_TRACE("report: " + t.report["chains"].dump(1) + "\nworkload: " + w.dump());
+  const double span = w["span_ns"].get<double>(), waited = w["read_blocked_ns"].get<double>();
+  const double throttled = w["loader_throttled_ns"].get<double>();
+  ASSERT_GT(throttled, 0.3 * span) << "the quota did not throttle the loader";
+  const json c = producer_chain(t.report, trainer_tid(w), w["loader_pid"].get<int64_t>());
+  ASSERT_FALSE(c.is_null()) << "no input-starved chain naming the loader worker";
+  EXPECT_NEAR(c["share"].get<double>(), w["read_share"].get<double>(), 0.05);
+  const double wait = metric_of(c, "producer_wait_ns");
+  ASSERT_GT(wait, 0.5 * waited) << "the waits the loader's states cover";
+  const double found = metric_of(c, "producer_throttled_ns");
+  EXPECT_GE(found, throttled - (span - waited) - 0.05 * wait);
+  EXPECT_LE(found, throttled + 0.05 * wait);
+  EXPECT_GE(found, 0.5 * wait) << "throttling is why the loader was late";
+  EXPECT_EQ(c["culprit"]["cgroup"], cg.cgroup());
+  EXPECT_NE(c["fix"].get<std::string>().find("CPU quota"), std::string::npos);
+  bool said = false;
+  for (const json& e : c["evidence"])
+    said =
+        said || e["text"].get<std::string>().find("throttled by its cgroup") != std::string::npos;
+  EXPECT_TRUE(said) << "the second level is in the evidence";
+}
+
+// The same job without the quota: the worker is late in its own code (on the CPU, or waiting for
+// one on a loaded machine), never throttled, and the fix is not a quota.
+TEST_F(KernelCauses, UnthrottledProducerIsNotTheQuotas) {
+  TempDir dir;
+  TracedScenario t;
+  ASSERT_NO_FATAL_FAILURE(trace_scenario(dir, "quota-loader", {}, {}, t));
+  const json w = summary_of(t.workload.out);
+  SCOPED_TRACE("report: " + t.report["chains"].dump(1) + "\nworkload: " + w.dump());
+  const json c = producer_chain(t.report, trainer_tid(w), w["loader_pid"].get<int64_t>());
+  ASSERT_FALSE(c.is_null()) << "no input-starved chain naming the loader worker";
+  const double wait = metric_of(c, "producer_wait_ns");
+  ASSERT_GT(wait, 0);
+  EXPECT_LT(metric_of(c, "producer_throttled_ns"), 0.02 * wait);
+  // Its CPU time bounds the time it can have been on the CPU during the waits.
+  const double cpu = w["loader_cpu_ns"].get<double>();
+  EXPECT_LE(metric_of(c, "producer_on_cpu_ns"), cpu + 0.05 * wait);
+  EXPECT_GE(metric_of(c, "producer_on_cpu_ns"),
+            cpu - (w["span_ns"].get<double>() - w["read_blocked_ns"].get<double>()) - 0.05 * wait);
+  EXPECT_EQ(c["fix"].get<std::string>().find("CPU quota"), std::string::npos);
+}
+
 // The interpreter's lock, on the real CPython builds of this machine: the main thread makes the
 // GPU calls (each releases the GIL and takes it back) while a "metrics" thread runs pure Python.
 // The workload's truth is its main thread's time asleep over the loop (wall less its CPU time

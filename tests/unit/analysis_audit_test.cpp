@@ -380,5 +380,61 @@ TEST(AnalysisAudit, AReserveThatKeepsGrowingIsFlagged) {
   EXPECT_EQ(j["processes"][0]["memory"]["reserve"]["still_growing"], true);
 }
 
+// One story per process (issue 31): PyTorch's main thread waits while its autograd thread runs
+// the backward pass, and the other way round. 20 steps of 10 ms: the main thread launches the
+// forward pass, sleeps until the autograd thread (a GPU thread of its own process) wakes it 4 ms
+// later, then waits 5 ms in a sync that finds the GPU still busy; the autograd thread launches
+// for 3.9 ms, wakes the main thread and sleeps until the next step. Counted as two spans with
+// their waits for each other as host time, the process looked twice as long as its window and
+// host-bound; its dispatch time is one window, and its GPU was fed through nearly all of it.
+TEST(AnalysisAudit, AlternatingThreadsAreOneStoryOverTheWindow) {
+  RowsBuilder b;
+  b.process(1, "python3");
+  b.thread(1, 2, "pt_autograd_0");
+  for (int i = 0; i < 20; ++i) {
+    const double t = 10.0 * i;
+    b.call(1, 1, "cudaLaunchKernel", t, kMs / 100);
+    b.block(1, 1, t + 0.1, 4 * kMs, 1, 2, "pt_autograd_0");
+    b.call(1, 1, "cudaStreamSynchronize", t + 4.2, 5 * kMs);
+    for (int k = 0; k < 13; ++k) b.call(1, 2, "cudaLaunchKernel", t + 0.2 + 0.3 * k, kMs / 100);
+    if (i < 19) b.block(1, 2, t + 4.1, 6 * kMs, 1, 1, "python3");
+  }
+  const AuditReport r = audit(b.build());
+  ASSERT_EQ(r.processes.size(), 1u);
+  const ProcessAudit& p = r.processes[0];
+  SCOPED_TRACE(p.evidence);
+  const int64_t window = p.last_ns - p.first_ns;
+  EXPECT_GT(p.times.delegated_ns, 20 * 4 * kMs) << "the waits for each other";
+  // The dispatch time is the window, not two spans.
+  EXPECT_LT(p.times.span_ns, window + window / 10);
+  EXPECT_GT(p.times.span_ns, window - window / 5);
+  // Every sync waited: fed from the forward pass's launch to the sync's end, 9.2 of 10 ms.
+  EXPECT_GT(p.busy.fed_ns, window * 8 / 10);
+  EXPECT_EQ(p.regime, Regime::GpuBound);
+  EXPECT_NE(p.evidence.find("left out"), std::string::npos);
+  EXPECT_FALSE(p.agreement.empty());
+}
+
+// The same alternation with syncs that return at once: nothing says the GPU was fed, and the
+// host work that fills the window is what holds it back.
+TEST(AnalysisAudit, AlternatingThreadsWithAnIdleGpuAreHostBound) {
+  RowsBuilder b;
+  b.process(1, "python3");
+  b.thread(1, 2, "pt_autograd_0");
+  for (int i = 0; i < 20; ++i) {
+    const double t = 10.0 * i;
+    b.call(1, 1, "cudaLaunchKernel", t, kMs / 100);
+    b.block(1, 1, t + 0.1, 4 * kMs, 1, 2, "pt_autograd_0");
+    b.call(1, 1, "cudaStreamSynchronize", t + 9.5, kMs / 100);
+    for (int k = 0; k < 13; ++k) b.call(1, 2, "cudaLaunchKernel", t + 0.2 + 0.3 * k, kMs / 100);
+    if (i < 19) b.block(1, 2, t + 4.1, 6 * kMs, 1, 1, "python3");
+  }
+  const AuditReport r = audit(b.build());
+  ASSERT_EQ(r.processes.size(), 1u);
+  const ProcessAudit& p = r.processes[0];
+  EXPECT_EQ(p.busy.fed_ns, 0) << p.evidence;
+  EXPECT_EQ(p.regime, Regime::HostBound) << p.evidence;
+}
+
 }  // namespace
 }  // namespace gpuwhy::analysis

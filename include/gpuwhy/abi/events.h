@@ -365,7 +365,9 @@ struct gw_config {
 	__u32 pad;             /* (launch batching is a probe's cookie: GW_COOKIE_BATCHED) */
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 	__u32 python_stacks;    /* 1: Python stacks at the calls of Python processes (ABI 5) */
-	__u32 pad2;
+	/* 1: user stacks in the CPU samples of threads without a Python stack (the default: where a
+	 * native program's time goes); capture_stacks gives them every sample a stack */
+	__u32 sample_stacks;
 	/* ABI 7: the syscall tracepoints serve two families. `syscalls`: every slow syscall of a
 	 * traced thread; `driver_ioctls`: every ioctl of a traced thread on a file named
 	 * driver_name* (a prefix) in a directory named driver_dir (NUL-padded): "nvidia" in "dev". */

@@ -4,7 +4,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -35,7 +37,7 @@ constexpr uint64_t kUs = 1000, kMs = 1'000'000;
 
 constexpr const char* kNames[] = {"loader-pipe",     "step-sleep",       "straggler-host",
                                   "contention-sync", "renamed-corunner", "autograd-handoff",
-                                  "cpu-quota",       "fault-churn"};
+                                  "cpu-quota",       "fault-churn",      "quota-loader"};
 
 constexpr const char* kUsage =
     "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
@@ -53,6 +55,8 @@ constexpr const char* kUsage =
     "  autograd-handoff: [--host-us N (1500)] [--prep-us N (200)]   (steps 180, gpu 6000)\n"
     "  cpu-quota: [--cgroup DIR] [--cpu N (0)] [--host-us N (4000)]   (steps 150, gpu 2000)\n"
     "  fault-churn: [--fault-mib N (64)] [--reuse 1]   (steps 60, gpu 3000)\n"
+    "  quota-loader: [--loader-cgroup DIR] [--loader-ms N (6)] [--batch-kib N (16)]\n"
+    "                (steps 60, gpu 1000)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
 
 // Per-scenario defaults: each run takes about 1.5 s on an idle machine.
@@ -66,7 +70,8 @@ constexpr Defaults kDefaults[] = {
     {"loader-pipe", 120, 4000, 0},         {"step-sleep", 150, 8000, 0},
     {"straggler-host", 50, 4000, 3000},    {"contention-sync", 180, 6000, 1500},
     {"renamed-corunner", 200, 2000, 3000}, {"autograd-handoff", 180, 6000, 1500},
-    {"cpu-quota", 150, 2000, 4000},        {"fault-churn", 60, 3000, 0}};
+    {"cpu-quota", 150, 2000, 4000},        {"fault-churn", 60, 3000, 0},
+    {"quota-loader", 60, 1000, 0}};
 
 BudgetSettings parse(int argc, char** argv) {
   const Args args(
@@ -74,7 +79,8 @@ BudgetSettings parse(int argc, char** argv) {
       {"scenario",     "steps",         "gpu-us",         "wait-file", "loader-ms",   "batch-kib",
        "sleep-us",     "sleep-kind",    "ranks",          "rank",      "nccl-id",     "host-ms",
        "straggler-ms", "straggle-rank", "grad-mib",       "cpu",       "hog-threads", "host-us",
-       "prep-us",      "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse"},
+       "prep-us",      "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse",
+       "loader-cgroup", "loader-fd"},
       {}, kUsage);
   BudgetSettings s;
   s.scenario = args.str("scenario", "");
@@ -88,8 +94,9 @@ BudgetSettings parse(int argc, char** argv) {
   s.host_ns = args.u64("host-us", d->host_us) * kUs;
   if (args.has("host-ms")) s.host_ns = args.u64("host-ms", 0) * kMs;
   s.prep_ns = args.u64("prep-us", s.scenario == "autograd-handoff" ? 200 : 1000) * kUs;
-  s.loader_ns = args.u64("loader-ms", 12) * kMs;
-  s.batch_bytes = args.u64("batch-kib", 128) << 10;
+  const bool quota_loader = s.scenario == "quota-loader";
+  s.loader_ns = args.u64("loader-ms", quota_loader ? 6 : 12) * kMs;
+  s.batch_bytes = args.u64("batch-kib", quota_loader ? 16 : 128) << 10;
   if (s.batch_bytes == 0) args.fail("--batch-kib must be at least 1");
   s.sleep_ns = args.u64("sleep-us", 2000) * kUs;
   const std::string kind = args.str("sleep-kind", "nanosleep");
@@ -117,6 +124,9 @@ BudgetSettings parse(int argc, char** argv) {
   s.cgroup = args.str("cgroup", "");
   s.fault_bytes = args.u64("fault-mib", 64) << 20;
   s.reuse = args.u64("reuse", 0) != 0;
+  s.loader_cgroup = args.str("loader-cgroup", "");
+  s.loader_fd = static_cast<int>(args.i64("loader-fd", -1));
+  if (s.loader_fd >= 0) return s;  // the loader worker: no start-up wait of its own
   wait_for_start(args, 0);
   return s;
 }
@@ -503,6 +513,104 @@ int fault_churn(const BudgetSettings& s) {
   return 0;
 }
 
+
+// The loader worker of quota-loader (started with --loader-fd): decodes --steps batches on the
+// CPU and writes each to the pipe. No GPU call: it is a process the trace sees only as a child.
+int loader_worker(const BudgetSettings& s) {
+  prctl(PR_SET_NAME, "loader");
+  std::vector<char> batch(s.batch_bytes, 7);
+  for (uint64_t i = 0; i < s.steps; ++i) {
+    decode_batch(batch, s.loader_ns);
+    write_all(s.loader_fd, batch.data(), batch.size());
+  }
+  return 0;
+}
+
+// A data-loader worker that is itself throttled. The trainer reads each batch from a pipe a
+// "loader" worker process fills (a DataLoader worker with the spawn start method: fork, then exec,
+// so traced as the job's child); decoding a batch costs --loader-ms of CPU, the trainer's step
+// little, so the trainer waits on the pipe most of the time. With --loader-cgroup the worker joins
+// that cgroup between its fork and its exec (as a container runtime or systemd places a process),
+// and there, alone, it is throttled whenever the group's quota for the period is spent.
+// The truth: the trainer's own wait in read(), the worker's CPU time (its rusage) and the group's
+// throttled time over the run (its cpu.stat: only the worker runs in it).
+int quota_loader(const BudgetSettings& s) {
+  int p[2];
+  if (pipe(p) != 0) {
+    std::perror("sim_train: pipe");
+    return 1;
+  }
+  // Everything the child needs, made before fork(): between fork and exec only async-signal-
+  // safe calls (open, write, close, execve).
+  std::vector<std::string> args = {self_exe(),      "--scenario", "quota-loader",
+                                   "--steps",       std::to_string(s.steps),
+                                   "--loader-ms",   std::to_string(s.loader_ns / kMs),
+                                   "--batch-kib",   std::to_string(s.batch_bytes >> 10),
+                                   "--loader-fd",   std::to_string(p[1])};
+  std::vector<std::string> env;
+  for (const std::string& e : environment_with({}))
+    if (e.rfind("GWSIM_TRUTH=", 0) != 0) env.push_back(e);  // the trainer writes the truth
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string procs = s.loader_cgroup.empty() ? "" : s.loader_cgroup + "/cgroup.procs";
+  uint64_t throttled0 = 0, read_ns = 0;
+  pid_t worker = -1;
+  std::vector<char> batch(s.batch_bytes);
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+    // Started inside the trainer's span, so that all of its work is inside the truth's span.
+    throttled0 = s.loader_cgroup.empty() ? 0 : cgroup_throttled_ns(s.loader_cgroup);
+    worker = fork();
+    if (worker < 0) {
+      std::perror("sim_train: fork");
+      std::exit(1);
+    }
+    if (worker == 0) {
+      close(p[0]);
+      if (!procs.empty()) {  // "0": the writing process itself, on cgroup v1 and v2
+        const int fd = open(procs.c_str(), O_WRONLY);
+        if (fd < 0 || write(fd, "0", 1) != 1) _exit(3);
+        close(fd);
+      }
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    close(p[1]);
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      const uint64_t r0 = gwsim::now_ns();
+      read_batch(p[0], batch.data(), batch.size());
+      read_ns += gwsim::now_ns() - r0;
+      gpu.upload();
+      gpu.forward();
+      gpu.backward();
+      tt.sync_blocked_ns += gpu.sync();
+    }
+  });
+  int status = 0;
+  rusage ru{};
+  if (wait4(worker, &status, 0, &ru) != worker || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "sim_train: the loader worker failed (status %d)\n", status);
+    return 1;
+  }
+  close(p[0]);
+  const uint64_t worker_cpu =
+      static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1'000'000'000ull +
+      static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+  const uint64_t throttled =
+      s.loader_cgroup.empty() ? 0 : cgroup_throttled_ns(s.loader_cgroup) - throttled0;
+  print_line(summary(s, t)
+                 .num("loader_pid", static_cast<uint64_t>(worker))
+                 .str("loader_cgroup", s.loader_cgroup)
+                 .num("read_blocked_ns", read_ns)
+                 .real("read_share", t.share(read_ns))
+                 .num("loader_cpu_ns", worker_cpu)
+                 .num("loader_throttled_ns", throttled));
+  return 0;
+}
+
 }  // namespace
 
 bool is_budget_scenario(int argc, char** argv) {
@@ -525,6 +633,7 @@ int run_budget_scenario(int argc, char** argv) {
   if (s.scenario == "autograd-handoff") return autograd_handoff(s);
   if (s.scenario == "cpu-quota") return cpu_quota(s);
   if (s.scenario == "fault-churn") return fault_churn(s);
+  if (s.scenario == "quota-loader") return s.loader_fd >= 0 ? loader_worker(s) : quota_loader(s);
   return renamed_corunner(s);
 }
 

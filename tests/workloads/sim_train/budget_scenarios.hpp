@@ -62,6 +62,10 @@ struct BudgetSettings {
   std::string cgroup;        // cpu-quota: the cgroup directory it runs in ("": none)
   uint64_t fault_bytes = 0;  // fault-churn: the memory a step touches
   bool reuse = false;        // fault-churn: one allocation for every step
+  // quota-loader: the cgroup the loader worker joins ("": none), and in the worker itself the
+  // pipe it writes batches to (-1: this is the trainer)
+  std::string loader_cgroup;
+  int loader_fd = -1;
 };
 
 // Whether argv asks for one of these scenarios.

@@ -19,24 +19,29 @@ int64_t steady_from(const Chain& c) {
 
 }  // namespace
 
+int64_t steady_state_from(const Report& whole) {
+  // Every GPU process must have started in the trace: one that was already running has no
+  // start-up, and cutting its first seconds would lose its steady state.
+  std::set<uint32_t> gpu_pids, started;
+  int64_t from = -1;
+  for (const BudgetReport& b : whole.budgets) gpu_pids.insert(b.process.pid);
+  for (const Chain& c : whole.chains) {
+    const int64_t at = steady_from(c);
+    if (at < 0) continue;
+    started.insert(c.process.pid);
+    from = from < 0 ? at : std::min(from, at);
+  }
+  return from > 0 && started == gpu_pids ? from : -1;
+}
+
 Result<Report> explain_steady_state(const store::TraceFile& file, const LoadOptions& opt,
                                     uint64_t max_batch_rows, const Thresholds& th) {
   auto whole = explain_file(file, opt, max_batch_rows, th);
   if (!whole) return whole;
   const WindowRequest& w = opt.window;
   if (w.since_ns || w.from || w.to) return whole;
-  // Every GPU process must have started in the trace: one that was already running has no
-  // start-up, and cutting its first seconds would lose its steady state.
-  std::set<uint32_t> gpu_pids, started;
-  int64_t from = -1;
-  for (const BudgetReport& b : whole->budgets) gpu_pids.insert(b.process.pid);
-  for (const Chain& c : whole->chains) {
-    const int64_t at = steady_from(c);
-    if (at < 0) continue;
-    started.insert(c.process.pid);
-    from = from < 0 ? at : std::min(from, at);
-  }
-  if (from <= 0 || started != gpu_pids) return whole;
+  const int64_t from = steady_state_from(*whole);
+  if (from < 0) return whole;
   LoadOptions steady = opt;
   const int64_t start = whole->trace.window.trace_start_ns + from;
   steady.window.from = TimePoint{true, start};

@@ -11,6 +11,10 @@
 
 namespace gpuwhy::analysis {
 
+// Where the steady state of `whole` (a report over the whole trace) begins, relative to the trace
+// start: the earliest start of the steps when every GPU process had a start-up; -1 otherwise.
+int64_t steady_state_from(const Report& whole);
+
 Result<Report> explain_steady_state(const store::TraceFile& file, const LoadOptions& opt,
                                     uint64_t max_batch_rows = kDefaultBatchRows,
                                     const Thresholds& th = {});

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "analysis/analysis.hpp"
-#include "analysis/audit.hpp"
-#include "analysis/gpu_truth.hpp"
+#include "analysis/audit_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/empty_trace.hpp"
 #include "cli/window_flags.hpp"
@@ -35,13 +34,10 @@ int run_audit(const AuditFlags& f) {
   auto file = store::TraceFile::open(f.db);
   if (!file) return fail(file.error().line(), file.error().exit_code);
   if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
-  auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
-  if (!rows) return fail(rows.error().line(), rows.error().exit_code);
-  analysis::AuditReport report =
-      analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = f.price});
-  // trace --gpu-activity: the device's own busy time where the trace has it.
-  if (Status t = analysis::add_gpu_truth(file.value()->db(), report); !t)
-    return fail(t.error().line(), t.error().exit_code);
+  auto audited = analysis::audit_file(*file.value(), {window.value(), f.window.pids},
+                                      {.price_per_gpu_hour = f.price});
+  if (!audited) return fail(audited.error().line(), audited.error().exit_code);
+  const analysis::AuditReport& report = audited.value();
   const std::string out = f.json ? render::audit_json(report).dump(
                                        2, ' ', false, nlohmann::json::error_handler_t::replace) +
                                        "\n"

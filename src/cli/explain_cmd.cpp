@@ -11,6 +11,7 @@
 
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
+#include "analysis/audit_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/empty_trace.hpp"
 #include "cli/explain_hosts.hpp"
@@ -81,9 +82,9 @@ int run_explain(const ExplainFlags& f) {
   if (auto empty = no_events_error(*file.value())) return fail(empty->line(), empty->exit_code);
   PhaseTimer timer("explain");
   if (!f.html.empty()) {  // the page holds the audit too, which reads the rows: one batch
-    auto rows = analysis::load_trace(*file.value(), {window.value(), f.window.pids});
-    if (!rows) return fail(rows.error().line(), rows.error().exit_code);
-    return write_html(*file.value(), analysis::audit(std::move(rows.value())), f.html);
+    auto audited = analysis::audit_file(*file.value(), {window.value(), f.window.pids});
+    if (!audited) return fail(audited.error().line(), audited.error().exit_code);
+    return write_html(*file.value(), std::move(audited.value()), f.html);
   }
   auto analysed =
       analysis::explain_steady_state(*file.value(), {window.value(), f.window.pids}, f.batch_rows);

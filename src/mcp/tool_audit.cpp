@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.hpp"
 #include "analysis/audit.hpp"
+#include "analysis/audit_file.hpp"
 #include "export/audit_render.hpp"
 #include "mcp/args.hpp"
 #include "mcp/tool.hpp"
@@ -26,10 +27,10 @@ ToolResult run_audit(const ServerOptions& options, const json& args) {
   if (!window) return tool_error(window.error().line());
   auto file = open_trace(options);
   if (!file) return tool_error(file.error().line());
-  auto rows = analysis::load_trace(*file.value(), {window.value(), pids_arg(args, "pid")});
-  if (!rows) return tool_error(rows.error().line());
-  return tool_ok(
-      render::audit_json(analysis::audit(std::move(rows.value()), {.price_per_gpu_hour = price})));
+  auto audited = analysis::audit_file(*file.value(), {window.value(), pids_arg(args, "pid")},
+                                      {.price_per_gpu_hour = price});
+  if (!audited) return tool_error(audited.error().line());
+  return tool_ok(render::audit_json(audited.value()));
 }
 
 }  // namespace

@@ -30,7 +30,8 @@
 #define GW_PY_RETRY_MASK 63  /* a thread without one looks again on one call in 64 */
 /* Frame owners from this value on run no Python code of their own: 3.12/3.13's
  * FRAME_OWNED_BY_CSTACK = 3 (a shim), 3.14's FRAME_OWNED_BY_INTERPRETER = 3 and
- * FRAME_OWNED_BY_CSTACK = 4 (Include/internal/pycore_interpframe_structs.h). */
+ * FRAME_OWNED_BY_CSTACK = 4 (Include/internal/pycore_interpframe_structs.h, checked on
+ * 3.14.10's). */
 #define GW_PY_OWNER_NOT_CODE 3
 #define GW_PY_MAX_TLBC 4096 /* 3.14t: a tlbc_index beyond this is no thread's bytecode copy */
 #define GW_PY_WINDOW 4096       /* bytes of frames read at once (3.11+), within one page */

@@ -6,7 +6,9 @@
 // named by PythonNamer. No 3.14 interpreter exists on the machines of this project: this is
 // what 3.14 and 3.14t are tested on (3.10-3.13 also run live: tests/root/python_frames_test).
 //
-// Offsets of 3.14 objects, x86-64, derived from the 3.14 headers' field order:
+// Offsets of 3.14 objects, x86-64: offsetof() on CPython 3.14.10's own headers (Debian's
+// libpython3.14-dev 3.14.10-1; the v3.14.0 tag was not to be had here), compiled as a GIL build
+// and with Py_GIL_DISABLED; _Py_DebugOffsets_INIT of the same headers gives the same values:
 //  - PyObject (Include/object.h): 16 bytes, ob_type at 8; free-threaded: ob_tid, ob_flags,
 //    ob_mutex, ob_gc_bits, ob_ref_local, ob_ref_shared, then ob_type at 24 (32 bytes).
 //  - _PyInterpreterFrame (Include/internal/pycore_interpframe_structs.h): f_executable 0,
@@ -14,11 +16,13 @@
 //    return_offset, owner at 74 (3.14t: 78), visited, localsplus at 80; 88 bytes.
 //  - PyCodeObject (Include/cpython/code.h, _PyCode_DEF): co_firstlineno 68, co_filename 112,
 //    co_name 120, co_qualname 128, co_linetable 136, co_code_adaptive 208 (216 bytes); 3.14t:
-//    each + 16, with co_tlbc at 224 and co_code_adaptive at 232.
-//  - PyASCIIObject (Include/cpython/unicodeobject.h): length 16, state 32, 40 bytes; 3.14t:
-//    length 32, state 48 (interned a byte of its own: kind from bit 8), 56 bytes.
+//    each + 16, with co_tlbc at 224 and co_code_adaptive at 232 (240 bytes).
+//  - PyASCIIObject (Include/cpython/unicodeobject.h): length 16, state 32, 40 bytes (compact:
+//    56); 3.14t: length 32, state 48 (interned a byte of its own: kind from bit 8), 56 (72).
 //  - PyBytesObject: ob_size 16, ob_sval 32; 3.14t: 32, 48.
-// Thread-state and runtime offsets are whatever the block says (3.13.0's values are used).
+//  - _PyRuntimeState.interpreters.head 808, PyInterpreterState.threads.head 7344,
+//    PyThreadState next 8, current_frame 72, native_thread_id 160 (the GIL build's: the reader
+//    takes whatever the block says).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -88,11 +92,12 @@ struct Objects {
   uint32_t co_first = ft ? 84u : 68u, co_file = ft ? 128u : 112u, co_name = co_file + 8,
            co_qual = co_file + 16, co_table = co_file + 24, co_tlbc = ft ? 224u : 0u,
            co_adaptive = ft ? 232u : 208u, co_size = co_adaptive + 8;
-  // Thread and runtime offsets: any the block says; 3.13.0's.
-  uint32_t interp_head = 632, threads_head = 7344, ts_next = 8, ts_frame = 72, ts_id = 160;
+  // Thread and runtime offsets: any the block says; 3.14.10's.
+  uint32_t interp_head = 808, threads_head = 7344, ts_next = 8, ts_frame = 72, ts_id = 160;
 };
 
-// The 3.14 _Py_DebugOffsets block (Include/internal/pycore_debug_offsets.h), 95 words.
+// The 3.14 _Py_DebugOffsets block (Include/internal/pycore_debug_offsets.h), 95 words: the
+// words the reader takes, as _Py_DebugOffsets_INIT sets them (word numbers: python_layout.cpp).
 std::string block_314(const Objects& o) {
   std::vector<uint64_t> w(95, 0);
   std::memcpy(w.data(), "xdebugpy", 8);
@@ -252,7 +257,7 @@ TEST(PythonLayout314, DebugOffsetsGiveTheLayout) {
     EXPECT_EQ(free_threaded, ft);
     const gw_py_layout& l = got->first;
     const PyCodeLayout& c = got->second;
-    EXPECT_EQ(l.interp_head, 632);
+    EXPECT_EQ(l.interp_head, 808);
     EXPECT_EQ(l.threads_head, 7344);
     EXPECT_EQ(l.tstate_frame, 72);
     EXPECT_EQ(l.tstate_id, 160);

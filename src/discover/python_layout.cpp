@@ -154,14 +154,18 @@ std::string python_tested(uint16_t minor_hex, bool free_threaded) {
   return {};
 }
 
+std::string python_detail(const PythonProcess& p) {
+  if (!p.supported) return p.why_not;
+  const std::string out = "layout: " + p.layout_from;
+  const std::string tested = python_tested(p.minor_hex, p.free_threaded);
+  return tested.empty() ? out : out + "; " + tested;
+}
+
 std::string python_check_line(const PythonProcess& p) {
   std::string out = "Python " + (p.version.empty() ? std::string("?") : p.version) + " (" +
                     p.interpreter.substr(p.interpreter.rfind('/') + 1) + "): ";
   if (!p.supported) return out + "not supported, no Python lines: " + p.why_not;
-  out += "supported, Python lines recorded (layout: " + p.layout_from;
-  const std::string tested = python_tested(p.minor_hex, p.free_threaded);
-  if (!tested.empty()) out += "; " + tested;
-  return out + ")";
+  return out + "supported, Python lines recorded (" + python_detail(p) + ")";
 }
 
 Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::string_view raw,

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/memory_image.hpp"
 #include "discover/python.hpp"
 
 namespace gpuwhy::discover {
@@ -44,42 +45,6 @@ const std::string kTable(
     "\x88\x0d\xd8\x0b\x0c\xf9\xf2\x07\x00\x09\x1e",
     55);
 constexpr int kUnits = 55;
-
-// A process's memory: regions at addresses, read as process_vm_readv would (all or nothing).
-class Image {
- public:
-  uint64_t alloc(size_t size) {
-    const uint64_t at = next_;
-    next_ += (size + 0x100) & ~uint64_t{0xff};
-    mem_[at] = std::string(size, '\0');
-    return at;
-  }
-  void put(uint64_t addr, const void* p, size_t n) {
-    auto it = region(addr, n);
-    ASSERT_NE(it, mem_.end()) << std::hex << addr;
-    std::memcpy(it->second.data() + (addr - it->first), p, n);
-  }
-  void u64(uint64_t addr, uint64_t v) { put(addr, &v, 8); }
-  void u32(uint64_t addr, uint32_t v) { put(addr, &v, 4); }
-  void u8(uint64_t addr, uint8_t v) { put(addr, &v, 1); }
-  bool read(uint64_t addr, void* out, size_t n) const {
-    auto it = const_cast<Image*>(this)->region(addr, n);
-    if (it == mem_.end()) return false;
-    std::memcpy(out, it->second.data() + (addr - it->first), n);
-    return true;
-  }
-
- private:
-  std::map<uint64_t, std::string>::iterator region(uint64_t addr, size_t n) {
-    auto it = mem_.upper_bound(addr);
-    if (it == mem_.begin()) return mem_.end();
-    --it;
-    if (addr + n > it->first + it->second.size()) return mem_.end();
-    return it;
-  }
-  uint64_t next_ = 0x7f0000010000;
-  std::map<uint64_t, std::string> mem_;
-};
 
 // One version's object layout, as its headers give it (see the top of this file).
 struct Objects {
@@ -120,7 +85,7 @@ std::string block_314(const Objects& o) {
 // A process image of one version: strings, code objects, threads and their frames.
 struct Process {
   Objects o;
-  Image mem;
+  test::Image mem;
   uint64_t runtime = 0, code_type = 0, str_type = 0, bytes_type = 0, interp = 0;
   uint64_t last_ts = 0;
 
@@ -499,10 +464,13 @@ TEST(PythonLayout, TestedHowPerVersion) {
   EXPECT_EQ(python_check_line(p),
             "Python 3.14.0t (libpython3.14t.so.1.0): supported, Python lines recorded (layout: "
             "_Py_DebugOffsets; tested from the published layout)");
+  // What python_processes.detail says of it: what was found, not an empty field.
+  EXPECT_EQ(python_detail(p), "layout: _Py_DebugOffsets; tested from the published layout");
   p.supported = false;
   p.why_not = "x";
   EXPECT_EQ(python_check_line(p),
             "Python 3.14.0t (libpython3.14t.so.1.0): not supported, no Python lines: x");
+  EXPECT_EQ(python_detail(p), "x");
 }
 
 }  // namespace

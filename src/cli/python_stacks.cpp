@@ -23,7 +23,7 @@ bool PythonStacks::still_current(Known& k) {
   k.checked = now;
   for (size_t i = 0; i < k.frames.size(); ++i)
     if (k.generations[i] &&  // 0: a frame not named (not started), nothing to compare
-        namer_.generation(k.pid, k.frames[i].code, kCodeRecheck) != k.generations[i])
+        namer_.generation(k.pid, k.frames[i].code, {}) != k.generations[i])
       return false;
   return true;
 }

@@ -27,13 +27,11 @@ class PythonStacks {
   using ReadStack = std::function<bool(uint64_t key, gw_py_stack* out)>;
   // How often a stack seen again has its code objects compared with the process's memory: a
   // code object freed and another made at its address gives the same stack key, and must not
-  // keep the old one's names. About five reads every 100 ms per code object of a stack in use.
-  static constexpr std::chrono::milliseconds kRecheck{100};
-  // A code object compared for one stack is not compared again for another within this: the
-  // frames many stacks share are read once per burst. Short, since a code object replaced
-  // just after a comparison is not seen until the next (in a loop of exec'd code, a CPU sample
-  // compared it 45 ms before the call made from its successor).
-  static constexpr std::chrono::milliseconds kCodeRecheck{10};
+  // keep the old one's names. Three reads per frame of a stack in use, every 250 ms.
+  // Each frame's code object is compared then, whenever it was last compared for another stack:
+  // one replaced just after a comparison would otherwise go unseen (in a loop of exec'd code, a
+  // CPU sample compared it 7 ms before the call made from its successor's).
+  static constexpr std::chrono::milliseconds kRecheck{250};
   // `memory` and `clock`: the process's memory and the time (tests give an image and a clock).
   explicit PythonStacks(ReadStack read,
                         discover::PythonNamer::Reader memory = discover::read_process_memory,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Naming the frames of Python stacks: a code object's file, function and line table, read from
 // the live process once per (pid, address); the line's source text from the file it ran.
+#include <algorithm>
 #include <cstring>
 
 #include "discover/proc_util.hpp"
@@ -61,6 +62,26 @@ std::optional<std::string> read_unicode(const PythonNamer::Reader& read, uint32_
     append_utf8(out, ch);
   }
   return out;
+}
+
+// Whether the str at `addr` still reads `text`: one read where `text` is ASCII (a compact ASCII
+// string's header and text lie together), else as read_unicode. A string that cannot be read
+// does (a freed object keeps its name).
+bool unicode_is(const PythonNamer::Reader& read, uint32_t pid, uint64_t addr, const PyCodeLayout& c,
+                const std::string& text) {
+  const bool ascii = std::all_of(text.begin(), text.end(),
+                                 [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+  if (!ascii || c.str_state + 4 > c.unicode_ascii || c.str_length + 8 > c.unicode_ascii) {
+    auto now = read_unicode(read, pid, addr, c);
+    return !now || *now == text;
+  }
+  std::string raw(c.unicode_ascii + text.size(), '\0');
+  if (!read(pid, addr, raw.data(), raw.size())) return true;
+  const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
+  const uint32_t state = at<uint32_t>(p, c.str_state) >> c.str_kind_shift;
+  const bool compact_ascii = (state & 7) == 1 && ((state >> 3) & 1) && ((state >> 4) & 1);
+  return compact_ascii && at<uint64_t>(p, c.str_length) == text.size() &&
+         raw.compare(c.unicode_ascii, text.size(), text) == 0;
 }
 
 // A bytes object's contents.
@@ -169,9 +190,8 @@ bool PythonNamer::same_code(const PythonProcess& p, uint64_t addr, const Code& c
   // The same pointers can be new objects made where freed ones were: code made by exec in a
   // loop gets a new file name string each time, at the last one's address. The names must
   // match too (a table that differs under the same file, name and first line is not seen).
-  auto file = read_unicode(read_, p.pid, code.file_ptr, c);
-  auto function = read_unicode(read_, p.pid, code.name_ptr, c);
-  return !file || !function || (*file == code.file && *function == code.function);
+  return unicode_is(read_, p.pid, code.file_ptr, c, code.file) &&
+         unicode_is(read_, p.pid, code.name_ptr, c, code.function);
 }
 
 const char* py_unnamed_cause(PyUnnamed why) {

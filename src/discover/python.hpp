@@ -12,7 +12,8 @@
 //
 // Tested on a live interpreter: 3.10-3.13 (pyenv builds and Debian's static 3.11). Tested from
 // the published layout only (no such interpreter on the machines of this project): 3.14, 3.14t:
-// frames, code objects and strings built in memory as the 3.14 headers lay them out
+// frames, code objects and strings built in memory as the 3.14 headers lay them out, the offsets
+// checked with offsetof and _Py_DebugOffsets_INIT on CPython 3.14.10's headers
 // (tests/unit/python_layout_test.cpp).
 #pragma once
 

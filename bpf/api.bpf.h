@@ -288,6 +288,7 @@ static __always_inline void gw_emit_call(struct task_struct *task, struct gw_thr
 					 struct gw_open_call *p, __u64 cookie, __u64 end, __u64 ret)
 {
 	struct gw_api_call *rec = gw_reserve_event(sizeof(*rec));
+	__u64 flags;
 
 	if (!rec)
 		return;
@@ -306,8 +307,10 @@ static __always_inline void gw_emit_call(struct task_struct *task, struct gw_thr
 	rec->lib = GW_COOKIE_LIB(cookie);
 	rec->stack_id = p->stack_id;
 	rec->py_stack = p->py_stack;
-	gw_submit_event_strided(rec, sizeof(*rec), (tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
-				GW_RING_LOOK_STRIDE);
+	flags = gw_submit_flags_strided(sizeof(*rec),
+					(tc->emitted++ & (GW_RING_LOOK_STRIDE - 1)) == 0,
+					GW_RING_LOOK_STRIDE);
+	bpf_ringbuf_submit(rec, gw_py_submit_flags(&tc->py, p->py_stack, flags));
 }
 
 /* Push the call just captured at the head. A full stack loses its oldest call, not this one: the

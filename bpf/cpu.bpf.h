@@ -26,7 +26,8 @@ struct {
 /* The sampled thread's Python stack key, 0 when none: the same walk, depth and map as an API
  * call's, with a scratch of its own (the timer can interrupt an API probe's walk). A thread that
  * makes GPU calls shares the state address its probes remember. */
-static __always_inline __u64 gw_py_sample_stack(struct task_struct *task)
+static __always_inline __u64 gw_py_sample_stack(struct task_struct *task,
+						struct gw_py_thread_cache **cache)
 {
 	__u32 tgid = task->tgid;
 	struct gw_thread_calls *tc;
@@ -35,11 +36,11 @@ static __always_inline __u64 gw_py_sample_stack(struct task_struct *task)
 	if (!gw_cfg.python_stacks || !bpf_map_lookup_elem(&gw_py_procs, &tgid))
 		return 0;
 	tc = bpf_task_storage_get(&gw_thread_calls, task, 0, 0);
-	if (tc)
-		return gw_py_stack(task, &tc->py, GW_PY_SLOT_SAMPLE);
-	pt = bpf_task_storage_get(&gw_py_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	pt = tc ? &tc->py
+		: bpf_task_storage_get(&gw_py_threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!pt)
 		return 0;
+	*cache = pt;
 	return gw_py_stack(task, pt, GW_PY_SLOT_SAMPLE);
 }
 
@@ -48,7 +49,8 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gw_cpu_sample *rec;
-	__u64 cs;
+	struct gw_py_thread_cache *py = NULL;
+	__u64 cs, flags;
 
 	if (!gw_is_tracked(pid_tgid >> 32))
 		return 0;
@@ -65,7 +67,7 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 	cs = *(volatile __u64 *)&ctx->regs.cs;
 	rec->kernel = (cs & 3) == 0;
 	rec->pad = 0;
-	rec->py_stack = gw_py_sample_stack(bpf_get_current_task_btf());
+	rec->py_stack = gw_py_sample_stack(bpf_get_current_task_btf(), &py);
 	/* A native stack with --stacks, and by default where no Python stack names the line: a
 	 * native program's function is where its time went (a late rank decoding on the CPU). A
 	 * Python thread's native stacks are the interpreter's frames, many and deep: they would fill
@@ -75,7 +77,8 @@ int gw_cpu_sample(struct bpf_perf_event_data *ctx)
 				: -1;
 	rec->min_flt = bpf_get_current_task_btf()->min_flt;
 	rec->maj_flt = bpf_get_current_task_btf()->maj_flt;
-	gw_submit_event(rec, sizeof(*rec));
+	flags = gw_submit_flags_strided(sizeof(*rec), true, 1);
+	bpf_ringbuf_submit(rec, py ? gw_py_submit_flags(py, rec->py_stack, flags) : flags);
 	return 0;
 }
 

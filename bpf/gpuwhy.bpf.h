@@ -121,7 +121,7 @@ static __always_inline void *gw_reserve_event(__u32 size)
  * A caller on the hottest path looks at the ring (a helper call, ~12 ns) only on one in `stride`
  * of its records (`look`), and the mark's window widens to match; a mark crossed unseen only
  * leaves the reader to its 5 ms poll. */
-static __always_inline void gw_submit_event_strided(void *rec, __u32 size, bool look, __u32 stride)
+static __always_inline __u64 gw_submit_flags_strided(__u32 size, bool look, __u32 stride)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
@@ -132,7 +132,12 @@ static __always_inline void gw_submit_event_strided(void *rec, __u32 size, bool 
 		    avail < (__u64)gw_cfg.wakeup_bytes + 2 * (__u64)stride * size)
 			flags = BPF_RB_FORCE_WAKEUP;
 	}
-	bpf_ringbuf_submit(rec, flags);
+	return flags;
+}
+
+static __always_inline void gw_submit_event_strided(void *rec, __u32 size, bool look, __u32 stride)
+{
+	bpf_ringbuf_submit(rec, gw_submit_flags_strided(size, look, stride));
 }
 
 /* The wake-up flags for a record of `size` bytes written with bpf_ringbuf_output (the same mark

@@ -30,7 +30,8 @@
 #define GW_PY_RETRY_MASK 63  /* a thread without one looks again on one call in 64 */
 /* Frame owners from this value on run no Python code of their own: 3.12/3.13's
  * FRAME_OWNED_BY_CSTACK = 3 (a shim), 3.14's FRAME_OWNED_BY_INTERPRETER = 3 and
- * FRAME_OWNED_BY_CSTACK = 4 (Include/internal/pycore_interpframe_structs.h). */
+ * FRAME_OWNED_BY_CSTACK = 4 (Include/internal/pycore_interpframe_structs.h, checked on
+ * 3.14.10's). */
 #define GW_PY_OWNER_NOT_CODE 3
 #define GW_PY_MAX_TLBC 4096 /* 3.14t: a tlbc_index beyond this is no thread's bytecode copy */
 #define GW_PY_WINDOW 4096       /* bytes of frames read at once (3.11+), within one page */
@@ -40,7 +41,7 @@ struct gw_py_thread_cache {
 	__u64 tstate;   /* its PyThreadState; GW_PY_NO_TSTATE: none (yet) */
 	__u64 last_key; /* the key of its last stack, known to be in gw_py_stacks */
 	__u32 misses;   /* walks without a thread state: it is looked for again now and then */
-	__u32 pad;
+	__u32 fresh;    /* 1: last_key was new to gw_py_stacks, its record not yet submitted */
 };
 
 /* Per Python process: its interpreter's layout, written by user space at discovery. */
@@ -291,10 +292,29 @@ static __always_inline __u64 gw_py_stack(struct task_struct *task, struct gw_py_
 		return w.hash;
 	s->stack.pid = tgid;
 	s->stack.n = w.n;
-	if (!bpf_map_lookup_elem(&gw_py_stacks, &w.hash))
+	if (!bpf_map_lookup_elem(&gw_py_stacks, &w.hash)) {
 		bpf_map_update_elem(&gw_py_stacks, &w.hash, &s->stack, BPF_ANY);
+		c->fresh = 1;
+	}
 	c->last_key = w.hash;
 	return w.hash;
+}
+
+/*
+ * The ring's submit flags for a record carrying Python stack `key` of the thread whose cache is
+ * `c`: a stack new to gw_py_stacks wakes the reader now rather than at its next poll (5 ms), so
+ * user space names its frames while their code objects surely live: the body of a module or
+ * class run once at import, or code made by exec, is freed soon after (in a PyTorch start-up
+ * most such frames were freed before they were named). A loop calls from the stacks it has
+ * seen: the wakeups are paid at start-up, not per step. `flags`: what the record gets otherwise.
+ */
+static __always_inline __u64 gw_py_submit_flags(struct gw_py_thread_cache *c, __u64 key,
+						__u64 flags)
+{
+	if (!key || !c->fresh || key != c->last_key)
+		return flags;
+	c->fresh = 0;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 #endif /* GPUWHY_PYTHON_BPF_H */

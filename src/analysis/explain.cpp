@@ -267,9 +267,11 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
   uint64_t lost = 0, late = 0;
   std::string parts, late_parts;
   uint64_t py_gaps = 0;
+  std::string py_parts;
   for (const LossRow& l : rows.losses) {
     if (l.source == "python") {  // gaps in the Python lines, not lost events
       py_gaps += l.count;
+      if (l.count) py_parts += (py_parts.empty() ? "" : ", ") + l.cause + " " + fmt_count(l.count);
       continue;
     }
     // Source "discovery" counts processes whose runtime was probed after they mapped it.
@@ -294,12 +296,11 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
                                        "may be missing"});
   }
   if (py_gaps > 0)
-    out.push_back(
-        {"python_gaps", fmt_count(py_gaps) +
-                            " Python stacks or frames could not be "
-                            "named (the process ended or a code object was freed before it "
-                            "was read, or its memory could not be read): those calls have "
-                            "no Python line"});
+    out.push_back({"python_gaps", fmt_count(py_gaps) +
+                                      " Python stacks or frames could not be named (" + py_parts +
+                                      "; the process ended or a code object was freed before "
+                                      "it was read, or its memory could not be read): those "
+                                      "calls have no Python line"});
   for (const PyProcessGap& g : rows.python_unsupported)
     out.push_back({"python_unsupported", "process " + std::to_string(g.pid) + " runs Python " +
                                              (g.version.empty() ? "?" : g.version) + " (" +

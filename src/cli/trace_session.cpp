@@ -446,9 +446,9 @@ void TraceSession::find_python(uint32_t pid) {
     spdlog::warn("pid {}: Python {} ({}): no Python lines: {}", pid, p->version, p->interpreter,
                  p->why_not);
   std::lock_guard lock(rec_->mu());
-  (void)rec_->writer().add_python_process(
-      {pid, p->interpreter, p->version, p->supported, p->supported ? "" : p->why_not, layout_ns,
-       p->runtime_addr, p->runtime_size});
+  (void)rec_->writer().add_python_process({pid, p->interpreter, p->version, p->supported,
+                                           discover::python_detail(*p), layout_ns, p->runtime_addr,
+                                           p->runtime_size});
 }
 
 // Writer thread, with the recorder's lock held: the Python frames named since the last batch.
@@ -603,7 +603,8 @@ TraceCounts TraceSession::counts() const {
   c.not_held = not_held_.load();
   c.found_late = found_late_.load();
   if (py_) {
-    c.py_frames_unresolved = py_->frames_unresolved();
+    c.py_gaps = py_->gaps();
+    c.py_stacks_renamed = py_->stacks_renamed();
     c.py_unsupported = py_->unsupported_processes();
   }
   c.dropped = dropped_.load();

@@ -30,9 +30,12 @@ std::string with_commas(uint64_t v) {
 
 std::string human_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof(buf), "%.1f GiB", b / double(1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof(buf), "%.1f MiB", b / double(1ull << 20));
-  else std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", b / double(1ull << 20));
+  else
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
   return buf;
 }
 
@@ -51,7 +54,7 @@ std::vector<store::LossCount> TraceCounts::losses() const {
   out.push_back({"discovery", "not_held", not_held});
   out.push_back({"discovery", "found_late", found_late});
   out.push_back({"python", "stack_unread", bpf[GW_CNT_PY_STACK_FAIL]});
-  out.push_back({"python", "frame_unresolved", py_frames_unresolved});
+  for (const auto& [cause, n] : py_gaps) out.push_back({"python", cause, n});
   out.push_back({"python", "unsupported_process", py_unsupported});
   if (!stop_cause.empty()) out.push_back({"store", stop_cause, dropped});
   out.insert(out.end(), gpu_losses.begin(), gpu_losses.end());
@@ -77,6 +80,7 @@ std::vector<std::pair<std::string, uint64_t>> TraceCounts::event_counts() const 
   out.emplace_back("launch_nested_skipped", bpf[GW_CNT_LAUNCH_NESTED_SKIPPED]);
   out.emplace_back("launch_batch_at_stop", batches_at_stop);
   out.emplace_back("held_processes", held);
+  out.emplace_back("python_stack_renamed", py_stacks_renamed);
   out.insert(out.end(), gpu_counts.begin(), gpu_counts.end());
   return out;
 }
@@ -142,6 +146,22 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
                  "(hold_timeout %s, not_held %s, found_late %s; see startup_gaps)\n",
                  with_commas(c.late_processes()).c_str(), with_commas(c.hold_timeout).c_str(),
                  with_commas(c.not_held).c_str(), with_commas(c.found_late).c_str());
+  // Not lost events, but calls without their Python line, each cause apart.
+  uint64_t py_unnamed = 0;
+  std::string py_causes;
+  for (const auto& l : c.losses())
+    if (l.source == "python" && l.count && l.cause != "unsupported_process") {
+      py_unnamed += l.count;
+      py_causes += (py_causes.empty() ? "" : ", ") + l.cause + " " + with_commas(l.count);
+    }
+  if (py_unnamed)
+    std::fprintf(out,
+                 "gpuwhy: %s Python stacks or frames could not be named (%s): those calls have "
+                 "no Python line (losses, source python)\n",
+                 with_commas(py_unnamed).c_str(), py_causes.c_str());
+  if (c.py_unsupported)
+    std::fprintf(out, "gpuwhy: %s Python processes not supported (python_processes says why)\n",
+                 with_commas(c.py_unsupported).c_str());
   // The summary names no traced process; the path is shown escaped as every text output does.
   const std::string shown_path = untrusted::shown(path);
   std::fprintf(out, "gpuwhy: wrote %s (%s); next: gpuwhy explain --db %s\n", shown_path.c_str(),

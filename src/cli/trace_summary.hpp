@@ -27,11 +27,13 @@ struct TraceCounts {
   // whose runtime was probed only after they mapped it (startup_gaps), by cause.
   uint64_t held = 0;
   uint64_t hold_timeout = 0, not_held = 0, found_late = 0;
-  // Python frames a call recorded but user space could not name (the process ended before, a
-  // code object freed), and Python processes whose interpreter is not supported: gaps in the
-  // Python lines, not lost events (source "python" in losses).
-  uint64_t py_frames_unresolved = 0;
+  // Python stacks and frames a call recorded but user space could not name, by cause
+  // (PythonStacks::gaps(): stack_evicted, frame_not_code, ...), and Python processes whose
+  // interpreter is not supported: gaps in the Python lines, not lost events (source "python"
+  // in losses). Stacks named again after a code object of theirs was replaced (event_counts).
+  std::vector<std::pair<std::string, uint64_t>> py_gaps;
   uint64_t py_unsupported = 0;
+  uint64_t py_stacks_renamed = 0;
   // Recording stopped early (store::TraceWriter::storage_failure(), or "interrupted"): events
   // received afterwards and dropped, stored as ("store", stop_cause).
   std::string stop_cause;

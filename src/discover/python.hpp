@@ -12,10 +12,12 @@
 //
 // Tested on a live interpreter: 3.10-3.13 (pyenv builds and Debian's static 3.11). Tested from
 // the published layout only (no such interpreter on the machines of this project): 3.14, 3.14t:
-// frames, code objects and strings built in memory as the 3.14 headers lay them out
+// frames, code objects and strings built in memory as the 3.14 headers lay them out, the offsets
+// checked with offsetof and _Py_DebugOffsets_INIT on CPython 3.14.10's headers
 // (tests/unit/python_layout_test.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,6 +75,10 @@ struct PythonProcess {
 // version it does not read.
 std::string python_tested(uint16_t minor_hex, bool free_threaded);
 
+// What was found of a process's Python (python_processes.detail): "layout: built-in table;
+// tested on a live interpreter" (supported), or why not.
+std::string python_detail(const PythonProcess& p);
+
 // What `gpuwhy check` says of a process's Python: "Python 3.12.1 (libpython3.12.so.1.0):
 // supported, Python lines recorded (layout: built-in table; tested on a live interpreter)", or
 // "...: not supported, no Python lines: <why>".
@@ -125,10 +131,26 @@ int line_from_locations(std::string_view table, int firstlineno, int index);
 // Bytes of process memory; false when any of it cannot be read.
 bool read_process_memory(uint32_t pid, uint64_t addr, void* out, size_t len);
 
+// Why a frame has no name, each counted apart in the trace's losses (python/<name>).
+enum class PyUnnamed : uint8_t {
+  kNone = 0,
+  kNoProcess,        // "frame_no_process": its process is not a Python process named here
+  kUnreadable,       // "frame_unreadable": the code object's memory could not be read (gone)
+  kNotCode,          // "frame_not_code": no code object there any more (freed, reused)
+  kNamesUnreadable,  // "frame_names_unreadable": its file, name or line table unreadable
+};
+inline constexpr int kPyUnnamedReasons = 5;
+// The losses cause of a reason ("frame_not_code"); "" for kNone.
+const char* py_unnamed_cause(PyUnnamed why);
+
 struct PyFrameName {
   bool resolved = false;  // false: the code object could not be read (process gone, freed)
+  PyUnnamed why = PyUnnamed::kNone;  // when not resolved
   std::string file, function, source;
   int line = -1;
+  // Which code object at this address named it: a later one made at the same address after
+  // this one was freed has a higher generation (generation()).
+  uint32_t generation = 0;
 };
 
 // Reads code objects of traced processes (process_vm_readv) once per (pid, address) and names
@@ -136,15 +158,32 @@ struct PyFrameName {
 class PythonNamer {
  public:
   using Reader = std::function<bool(uint32_t pid, uint64_t addr, void* out, size_t len)>;
-  // `read`: process memory (process_vm_readv; tests give a memory image).
-  explicit PythonNamer(Reader read = read_process_memory) : read_(std::move(read)) {}
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  // `read`: process memory (process_vm_readv; tests give a memory image); `clock`: the time
+  // generation() measures its rechecks by.
+  explicit PythonNamer(Reader read = read_process_memory,
+                       Clock clock = std::chrono::steady_clock::now)
+      : read_(std::move(read)), clock_(std::move(clock)) {}
   void add_process(const PythonProcess& p);
   bool knows(uint32_t pid);
-  PyFrameName name(uint32_t pid, uint64_t code, int32_t instr);
+  // `with_source`: also the line's text, read from the file the process ran (once per file);
+  // without, source_line() gives it later, from another thread.
+  PyFrameName name(uint32_t pid, uint64_t code, int32_t instr, bool with_source = true);
+  // The text of `line` of `file` as process `pid` sees it, whitespace-stripped; "" when not
+  // read. Any one thread at a time, not necessarily name()'s: it touches only the file cache.
+  std::string source_line(uint32_t pid, const std::string& file, int line);
+  // The generation of the code object at `code` as name() gave it, or a higher one when another
+  // code object has been made there since (the old one freed): its frames need naming again.
+  // The object is read again only when it was last read `recheck` or longer ago, so a stack
+  // seen on every call costs a few reads a second. 0 for an address never named.
+  uint32_t generation(uint32_t pid, uint64_t code, std::chrono::steady_clock::duration recheck);
 
  private:
   struct Code {
     bool ok = false;
+    PyUnnamed why = PyUnnamed::kNone;  // when not ok
+    uint32_t generation = 1;           // + 1 each time another code object is found there
+    std::chrono::steady_clock::time_point checked{};  // when last read or compared
     std::string file, function, linetable;
     int firstlineno = 0;
     uint64_t units = 0;      // 3.11+: instructions (code units) in the object; 0: not known
@@ -154,14 +193,21 @@ class PythonNamer {
     uint64_t file_ptr = 0, name_ptr = 0, table_ptr = 0;
   };
   // Whether the code object at `addr` is still the one `c` was read from; false only when a
-  // code object there now points at other names or another line table (a freed object, no
-  // longer readable or no longer a code object, keeps its name: the frame ran it).
+  // code object there now points at other names or another line table, or its names read
+  // otherwise (a freed object, no longer readable or no longer a code object, keeps its name:
+  // the frame ran it).
   bool same_code(const PythonProcess& p, uint64_t addr, const Code& c);
+  // The cached reading of the code object at `code_addr`, compared with the process's memory
+  // again (and read anew, with the next generation, when another object is there) when it was
+  // last compared `recheck` or longer ago.
+  Code* current(const PythonProcess& p, uint64_t code_addr,
+                std::chrono::steady_clock::time_point now,
+                std::chrono::steady_clock::duration recheck);
   std::optional<PythonProcess> process(uint32_t pid);
   Code read_code(const PythonProcess& p, uint64_t addr);
-  std::string source_line(uint32_t pid, const std::string& file, int line);
 
   Reader read_;
+  Clock clock_;
   std::mutex mu_;  // guards procs_
   std::map<uint32_t, PythonProcess> procs_;
   std::map<std::pair<uint32_t, uint64_t>, Code> codes_;

@@ -129,7 +129,9 @@ constexpr DebugFormat k313Format{
 // 3.14: Include/internal/pycore_debug_offsets.h (95 words): interpreter_state gained
 // threads_main, code_object_generation and tlbc_generation; interpreter_frame stackpointer and
 // tlbc_index; code_object co_tlbc (both 0 in a GIL build); set_object, gen_object, llist_node and
-// debugger_support are new.
+// debugger_support are new. Checked word by word against CPython 3.14.10's header (Debian's
+// libpython3.14-dev 3.14.10-1) and the block its _Py_DebugOffsets_INIT builds, GIL and
+// Py_GIL_DISABLED (tests/unit/python_layout_test.cpp builds its images to those values).
 constexpr DebugFormat k314Format{k314, 95, 5,  9,  24, 26, 28, 31, 32, 33, 34, 36, 38, 39,
                                  40,   42, 43, 44, 48, 49, 50, 51, 58, 75, 76, 78, 79, 80};
 
@@ -152,14 +154,18 @@ std::string python_tested(uint16_t minor_hex, bool free_threaded) {
   return {};
 }
 
+std::string python_detail(const PythonProcess& p) {
+  if (!p.supported) return p.why_not;
+  const std::string out = "layout: " + p.layout_from;
+  const std::string tested = python_tested(p.minor_hex, p.free_threaded);
+  return tested.empty() ? out : out + "; " + tested;
+}
+
 std::string python_check_line(const PythonProcess& p) {
   std::string out = "Python " + (p.version.empty() ? std::string("?") : p.version) + " (" +
                     p.interpreter.substr(p.interpreter.rfind('/') + 1) + "): ";
   if (!p.supported) return out + "not supported, no Python lines: " + p.why_not;
-  out += "supported, Python lines recorded (layout: " + p.layout_from;
-  const std::string tested = python_tested(p.minor_hex, p.free_threaded);
-  if (!tested.empty()) out += "; " + tested;
-  return out + ")";
+  return out + "supported, Python lines recorded (" + python_detail(p) + ")";
 }
 
 Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::string_view raw,
@@ -186,7 +192,8 @@ Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::str
   const uint64_t fr_size = word(f->fr_size), co_size = word(f->co_size);
   const uint64_t ob_type = word(f->ob_type), head = word(f->ob_size_of);
   // PyObject's header: 16 bytes (ob_refcnt, ob_type) or, free-threaded, 32 (ob_tid, ob_flags,
-  // ob_mutex, ob_gc_bits, ob_ref_local, ob_ref_shared, ob_type: Include/object.h).
+  // ob_mutex, ob_gc_bits, ob_ref_local, ob_ref_shared, ob_type: Include/object.h, 3.13 and
+  // 3.14.10).
   if (head != (ft ? 32u : 16u) || ob_type != head - 8)
     return Error{"the interpreter's debug offsets are no layout known here (PyObject header)"};
   for (size_t i : {f->fr_previous, f->fr_executable, f->fr_instr, f->fr_owner, f->fr_tlbc})
@@ -215,12 +222,14 @@ Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::str
   l.frame_tlbc = l.code_tlbc = GW_PY_NONE;
   if (minor >= k314) {
     // f_executable is a _PyStackRef: its low bits are a tag, Py_TAG_BITS (Include/internal/
-    // pycore_stackref.h: 1 in free-threaded builds; the default build's tags use up to 2 bits).
-    // Objects are 8-byte aligned: masking 3 bits covers both.
+    // pycore_stackref.h, 3.14.10: 1 with Py_GIL_DISABLED, 3 in the default build, whose
+    // Py_INT_TAG is 3). Objects are 8-byte aligned: masking 3 bits covers both.
     l.code_tag = 3;
     if (ft) {
       // The thread's bytecode copy (Include/internal/pycore_interpframe_structs.h: int32_t
-      // tlbc_index; pycore_code.h: _PyCodeArray *co_tlbc), published in 3.14t's offsets.
+      // tlbc_index, Py_GIL_DISABLED only; Include/cpython/code.h: _PyCodeArray *co_tlbc, an
+      // array {Py_ssize_t size; char *entries[]} whose entries[0] is co_code_adaptive),
+      // published in 3.14t's offsets.
       l.frame_tlbc = off(f->fr_tlbc);
       l.code_tlbc = off(f->co_tlbc);
       if (!l.frame_tlbc || !l.code_tlbc)
@@ -249,9 +258,9 @@ Result<std::pair<gw_py_layout, PyCodeLayout>> layout_from_debug_offsets(std::str
   c.str_length = static_cast<uint32_t>(word(f->str_length));
   c.str_state = static_cast<uint32_t>(word(f->str_state));
   c.unicode_ascii = static_cast<uint32_t>(word(f->str_ascii_size));
-  // Not published: PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject, and a
-  // free-threaded build's `interned` is a byte, not 2 bits, before `kind`
-  // (Include/cpython/unicodeobject.h).
+  // Not published: PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (16
+  // bytes), and a free-threaded build's `interned` is an unsigned char, not 2 bits, before
+  // `kind:3`, `compact:1`, `ascii:1` (Include/cpython/unicodeobject.h, 3.13 and 3.14.10).
   c.unicode_compact = c.unicode_ascii + 16;
   c.str_kind_shift = ft ? 8 : 2;
   for (uint32_t v : {c.ob_size, c.bytes_size, c.bytes_data, c.str_length, c.unicode_ascii})

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Naming the frames of Python stacks: a code object's file, function and line table, read from
 // the live process once per (pid, address); the line's source text from the file it ran.
+#include <algorithm>
 #include <cstring>
 
 #include "discover/proc_util.hpp"
@@ -63,6 +64,26 @@ std::optional<std::string> read_unicode(const PythonNamer::Reader& read, uint32_
   return out;
 }
 
+// Whether the str at `addr` still reads `text`: one read where `text` is ASCII (a compact ASCII
+// string's header and text lie together), else as read_unicode. A string that cannot be read
+// does (a freed object keeps its name).
+bool unicode_is(const PythonNamer::Reader& read, uint32_t pid, uint64_t addr, const PyCodeLayout& c,
+                const std::string& text) {
+  const bool ascii = std::all_of(text.begin(), text.end(),
+                                 [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+  if (!ascii || c.str_state + 4 > c.unicode_ascii || c.str_length + 8 > c.unicode_ascii) {
+    auto now = read_unicode(read, pid, addr, c);
+    return !now || *now == text;
+  }
+  std::string raw(c.unicode_ascii + text.size(), '\0');
+  if (!read(pid, addr, raw.data(), raw.size())) return true;
+  const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
+  const uint32_t state = at<uint32_t>(p, c.str_state) >> c.str_kind_shift;
+  const bool compact_ascii = (state & 7) == 1 && ((state >> 3) & 1) && ((state >> 4) & 1);
+  return compact_ascii && at<uint64_t>(p, c.str_length) == text.size() &&
+         raw.compare(c.unicode_ascii, text.size(), text) == 0;
+}
+
 // A bytes object's contents.
 std::optional<std::string> read_bytes(const PythonNamer::Reader& read, uint32_t pid, uint64_t addr,
                                       const PyCodeLayout& c) {
@@ -106,14 +127,18 @@ PythonNamer::Code PythonNamer::read_code(const PythonProcess& p, uint64_t addr) 
   const PyCodeLayout& c = p.code;
   uint8_t head[kCodeHead];
   const size_t head_size = code_head_size(c);
+  code.why = PyUnnamed::kUnreadable;
   if (head_size > sizeof(head) || !read_(p.pid, addr, head, head_size)) return code;
   // A freed object, or one reused for something else, is not a code object: no name rather
   // than a wrong one.
+  code.why = PyUnnamed::kNotCode;
   if (at<uint64_t>(head, c.ob_type) != p.code_type) return code;
   auto file = read_unicode(read_, p.pid, at<uint64_t>(head, c.filename), c);
   auto function = read_unicode(read_, p.pid, at<uint64_t>(head, c.name), c);
   auto table = read_bytes(read_, p.pid, at<uint64_t>(head, c.linetable), c);
+  code.why = PyUnnamed::kNamesUnreadable;
   if (!file || !function || !table) return code;
+  code.why = PyUnnamed::kNone;
   code.ok = true;
   code.file_ptr = at<uint64_t>(head, c.filename);
   code.name_ptr = at<uint64_t>(head, c.name);
@@ -157,24 +182,79 @@ bool PythonNamer::same_code(const PythonProcess& p, uint64_t addr, const Code& c
   const size_t head_size = code_head_size(c);
   if (!code.ok || head_size > sizeof(head) || !read_(p.pid, addr, head, head_size)) return true;
   if (at<uint64_t>(head, c.ob_type) != p.code_type) return true;
-  return at<uint64_t>(head, c.filename) == code.file_ptr &&
-         at<uint64_t>(head, c.name) == code.name_ptr &&
-         at<uint64_t>(head, c.linetable) == code.table_ptr &&
-         at<int32_t>(head, c.firstlineno) == code.firstlineno;
+  if (at<uint64_t>(head, c.filename) != code.file_ptr ||
+      at<uint64_t>(head, c.name) != code.name_ptr ||
+      at<uint64_t>(head, c.linetable) != code.table_ptr ||
+      at<int32_t>(head, c.firstlineno) != code.firstlineno)
+    return false;
+  // The same pointers can be new objects made where freed ones were: code made by exec in a
+  // loop gets a new file name string each time, at the last one's address. The names must
+  // match too (a table that differs under the same file, name and first line is not seen).
+  return unicode_is(read_, p.pid, code.file_ptr, c, code.file) &&
+         unicode_is(read_, p.pid, code.name_ptr, c, code.function);
 }
 
-PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
+const char* py_unnamed_cause(PyUnnamed why) {
+  switch (why) {
+    case PyUnnamed::kNone:
+      return "";
+    case PyUnnamed::kNoProcess:
+      return "frame_no_process";
+    case PyUnnamed::kUnreadable:
+      return "frame_unreadable";
+    case PyUnnamed::kNotCode:
+      return "frame_not_code";
+    case PyUnnamed::kNamesUnreadable:
+      return "frame_names_unreadable";
+  }
+  return "";
+}
+
+PythonNamer::Code* PythonNamer::current(const PythonProcess& p, uint64_t code_addr,
+                                        std::chrono::steady_clock::time_point now,
+                                        std::chrono::steady_clock::duration recheck) {
+  auto key = std::make_pair(p.pid, code_addr);
+  auto it = codes_.find(key);
+  if (it == codes_.end()) {
+    it = codes_.emplace(key, read_code(p, code_addr)).first;
+    it->second.checked = now;
+    return &it->second;
+  }
+  Code& old = it->second;
+  if (now - old.checked < recheck) return &old;
+  old.checked = now;
+  if (old.ok && old.code_type == p.code_type &&  // not: the pid's program was replaced (exec)
+      same_code(p, code_addr, old))              // not: another code object at the address
+    return &old;
+  Code fresh = read_code(p, code_addr);
+  // Unnamed before and still: the same (no name), not a new generation that would have every
+  // stack holding it named again on each look.
+  fresh.generation = old.generation + (fresh.ok || old.ok ? 1 : 0);
+  fresh.checked = now;
+  old = std::move(fresh);
+  return &old;
+}
+
+uint32_t PythonNamer::generation(uint32_t pid, uint64_t code_addr,
+                                 std::chrono::steady_clock::duration recheck) {
+  auto it = codes_.find({pid, code_addr});
+  if (it == codes_.end()) return 0;
+  const auto now = clock_();
+  if (now - it->second.checked < recheck) return it->second.generation;  // the hot path
+  auto p = process(pid);
+  if (!p || !p->supported) return it->second.generation;
+  return current(*p, code_addr, now, recheck)->generation;
+}
+
+PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr, bool with_source) {
   PyFrameName out;
+  out.why = PyUnnamed::kNoProcess;
   auto p = process(pid);
   if (!p || !p->supported) return out;
-  auto key = std::make_pair(pid, code_addr);
-  auto it = codes_.find(key);
-  if (it == codes_.end())
-    it = codes_.emplace(key, read_code(*p, code_addr)).first;
-  else if (it->second.code_type != p->code_type ||  // the pid's program was replaced (exec)
-           !same_code(*p, code_addr, it->second))   // another code object at the address
-    it->second = read_code(*p, code_addr);
-  const Code& c = it->second;
+  // A new stack: its code objects are compared with what was read before, whenever read.
+  const Code& c = *current(*p, code_addr, clock_(), {});
+  out.generation = c.generation;
+  out.why = c.why;
   if (!c.ok) return out;
   out.resolved = true;
   out.file = c.file;
@@ -185,7 +265,7 @@ PyFrameName PythonNamer::name(uint32_t pid, uint64_t code_addr, int32_t instr) {
                    ? line_from_locations(c.linetable, c.firstlineno, instr)
                    : line_from_linetable_310(c.linetable, c.firstlineno, instr * 2);
   }
-  out.source = source_line(pid, out.file, out.line);
+  if (with_source) out.source = source_line(pid, out.file, out.line);
   return out;
 }
 

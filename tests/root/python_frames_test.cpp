@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "discover/python.hpp"
@@ -94,7 +95,25 @@ class PythonFrames : public ::testing::TestWithParam<Interpreter> {
     python_ = find_interpreter(GetParam(), &why);
     if (python_.empty()) GTEST_SKIP() << why;
   }
+  // `args` (after the interpreter) run under the tracer with the simulated runtime probed;
+  // the trace opened into `trace`.
+  RunResult traced(const std::vector<std::string>& args, std::unique_ptr<store::TraceFile>* trace) {
+    const std::string db = dir.file("t.db");
+    Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+    EXPECT_TRUE(agent.ready()) << agent.stderr_text();
+    std::vector<std::string> cmd{python_};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    RunResult w = run(cmd);
+    EXPECT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_EQ(agent.stop(), 0) << agent.stderr_text();
+    agent_said_ = agent.stderr_text();
+    auto f = store::TraceFile::open(db);
+    EXPECT_TRUE(f.ok()) << f.error().line();
+    *trace = f.ok() ? std::move(f.value()) : nullptr;
+    return w;
+  }
   std::string python_;
+  std::string agent_said_;
   TempDir dir;
 };
 
@@ -136,6 +155,10 @@ TEST_P(PythonFrames, EveryCallNamesItsLine) {
   const auto supported = rows_of(*f, "SELECT supported, version, detail FROM python_processes");
   ASSERT_EQ(supported.size(), 1u);
   ASSERT_EQ(supported[0][0], "1") << supported[0][2];
+  // A supported process's detail says what was found: where its layout came from, how tested.
+  EXPECT_NE(supported[0][2].find("layout: "), std::string::npos) << supported[0][2];
+  EXPECT_NE(supported[0][2].find("tested on a live interpreter"), std::string::npos)
+      << supported[0][2];
 
   const auto sites = markers(file, "SITE");
   ASSERT_EQ(sites.size(), 6u);
@@ -179,9 +202,15 @@ TEST_P(PythonFrames, EveryCallNamesItsLine) {
   EXPECT_EQ(rows_of(*f, "SELECT count(*) FROM v_call_sites WHERE name = 'cudaMalloc' AND "
                         "py_line IS NOT NULL")[0][0],
             "6");
-  // No gap in the Python lines.
-  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'"))
+  // No gap in the Python lines, and every cause of one has its row (zeros included).
+  std::set<std::string> causes;
+  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'")) {
     EXPECT_EQ(r[1], "0") << r[0];
+    causes.insert(r[0]);
+  }
+  for (const char* c : {"stack_unread", "stack_evicted", "frame_not_code", "frame_unreadable",
+                        "frame_names_unreadable", "frame_no_process", "unsupported_process"})
+    EXPECT_TRUE(causes.count(c)) << "no losses row python/" << c;
 }
 
 // With --no-python no call has a Python stack and the file says why.
@@ -400,17 +429,12 @@ TEST_P(PythonFrames, WorkerProcessNamesItsPythonLine) {
 // thread has a Python stack whose innermost frame is that thread's line, never the other's, and
 // the two threads' calls overlap in time (the GIL is released during each call).
 TEST_P(PythonFrames, ConcurrentThreadsEachNameTheirOwnLine) {
-  const std::string db = dir.file("t.db");
-  Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
-  ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   const std::string file = script("two_threads.py");
-  RunResult w = run({python_, file, sim_dir() + "/libcudart.so.13", "1000"});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
-  ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
-  const json out = json::parse(w.out);
-  auto f = open_trace(db);
+  std::unique_ptr<store::TraceFile> f;
+  RunResult w = traced({file, sim_dir() + "/libcudart.so.13", "1000"}, &f);
   ASSERT_TRUE(f);
-  SCOPED_TRACE("agent said:\n" + agent.stderr_text());
+  SCOPED_TRACE("agent said:\n" + agent_said_);
+  const json out = json::parse(w.out);
   const auto lines = markers(file, "LINE");
   ASSERT_EQ(lines.size(), 2u);
   std::map<std::string, std::pair<int64_t, int64_t>> spans;
@@ -439,6 +463,56 @@ TEST_P(PythonFrames, ConcurrentThreadsEachNameTheirOwnLine) {
   }
   EXPECT_LT(spans["a"].first, spans["b"].second) << "the threads' calls did not overlap";
   EXPECT_LT(spans["b"].first, spans["a"].second) << "the threads' calls did not overlap";
+  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'"))
+    EXPECT_EQ(r[1], "0") << r[0];
+}
+
+// Code objects that live a moment only (short_lived.py), as most of the frames a PyTorch start-up
+// left unnamed were: a module body imported once and dropped, a class body in it, code made by
+// exec. Each call names its own module, class or generated code and line, never another's (the
+// next one's code object, and its name strings, may be made at the freed ones' addresses: the
+// exec'd code's calls were named after the previous piece before the fix), and no frame is
+// unnamed.
+TEST_P(PythonFrames, ShortLivedCodeNamesItsOwnLine) {
+  // Each piece of code works 0.3 s after its call: longer than the 250 ms within which a stack
+  // key seen again is not compared with memory (PythonStacks::kRecheck), so the exec'd code,
+  // whose key is the same each time, is named again on each call.
+  const int n = 6;
+  std::unique_ptr<store::TraceFile> f;
+  RunResult w = traced(
+      {script("short_lived.py"), sim_dir() + "/libcudart.so.13", std::to_string(n), "0.3"}, &f);
+  ASSERT_TRUE(f);
+  SCOPED_TRACE("agent said:\n" + agent_said_);
+  const json out = json::parse(w.out);
+  auto innermost = [&](int64_t pages) {
+    return rows_of(*f,
+                   "SELECT p.file, p.function, p.line FROM api_calls c JOIN apis a ON a.id = "
+                   "c.api JOIN python_frames p ON p.py_stack_id = c.py_stack AND p.depth = 0 "
+                   "WHERE a.name = 'cudaMalloc' AND c.bytes = " +
+                       std::to_string(4096 * pages));
+  };
+  ASSERT_EQ(out["modules"].size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE("module " + std::to_string(i));
+    const json& m = out["modules"][static_cast<size_t>(i)];
+    const std::string file = m["file"].get<std::string>();
+    const auto body = innermost(100 + i);
+    ASSERT_EQ(body.size(), 1u) << "the module body's call, with a Python stack";
+    EXPECT_EQ(body[0][0], file);
+    EXPECT_EQ(body[0][1], "<module>");
+    EXPECT_EQ(body[0][2], std::to_string(m["body_line"].get<int>()));
+    const auto klass = innermost(1000 + i);
+    ASSERT_EQ(klass.size(), 1u) << "the class body's call, with a Python stack";
+    EXPECT_EQ(klass[0][0], file);
+    // A class body's code is named after the class (3.10: co_name, the same here).
+    EXPECT_EQ(klass[0][1], "K" + std::to_string(i));
+    EXPECT_EQ(klass[0][2], std::to_string(m["class_line"].get<int>()));
+    const auto gen = innermost(3000 + i);
+    ASSERT_EQ(gen.size(), 1u) << "the exec'd code's call, with a Python stack";
+    EXPECT_EQ(gen[0][0], "<generated " + std::to_string(i) + ">");
+    EXPECT_EQ(gen[0][1], "<module>");
+    EXPECT_EQ(gen[0][2], "3");
+  }
   for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'"))
     EXPECT_EQ(r[1], "0") << r[0];
 }

@@ -6,7 +6,9 @@
 // named by PythonNamer. No 3.14 interpreter exists on the machines of this project: this is
 // what 3.14 and 3.14t are tested on (3.10-3.13 also run live: tests/root/python_frames_test).
 //
-// Offsets of 3.14 objects, x86-64, derived from the 3.14 headers' field order:
+// Offsets of 3.14 objects, x86-64: offsetof() on CPython 3.14.10's own headers (Debian's
+// libpython3.14-dev 3.14.10-1; the v3.14.0 tag was not to be had here), compiled as a GIL build
+// and with Py_GIL_DISABLED; _Py_DebugOffsets_INIT of the same headers gives the same values:
 //  - PyObject (Include/object.h): 16 bytes, ob_type at 8; free-threaded: ob_tid, ob_flags,
 //    ob_mutex, ob_gc_bits, ob_ref_local, ob_ref_shared, then ob_type at 24 (32 bytes).
 //  - _PyInterpreterFrame (Include/internal/pycore_interpframe_structs.h): f_executable 0,
@@ -14,11 +16,13 @@
 //    return_offset, owner at 74 (3.14t: 78), visited, localsplus at 80; 88 bytes.
 //  - PyCodeObject (Include/cpython/code.h, _PyCode_DEF): co_firstlineno 68, co_filename 112,
 //    co_name 120, co_qualname 128, co_linetable 136, co_code_adaptive 208 (216 bytes); 3.14t:
-//    each + 16, with co_tlbc at 224 and co_code_adaptive at 232.
-//  - PyASCIIObject (Include/cpython/unicodeobject.h): length 16, state 32, 40 bytes; 3.14t:
-//    length 32, state 48 (interned a byte of its own: kind from bit 8), 56 bytes.
+//    each + 16, with co_tlbc at 224 and co_code_adaptive at 232 (240 bytes).
+//  - PyASCIIObject (Include/cpython/unicodeobject.h): length 16, state 32, 40 bytes (compact:
+//    56); 3.14t: length 32, state 48 (interned a byte of its own: kind from bit 8), 56 (72).
 //  - PyBytesObject: ob_size 16, ob_sval 32; 3.14t: 32, 48.
-// Thread-state and runtime offsets are whatever the block says (3.13.0's values are used).
+//  - _PyRuntimeState.interpreters.head 808, PyInterpreterState.threads.head 7344,
+//    PyThreadState next 8, current_frame 72, native_thread_id 160 (the GIL build's: the reader
+//    takes whatever the block says).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/memory_image.hpp"
 #include "discover/python.hpp"
 
 namespace gpuwhy::discover {
@@ -41,42 +46,6 @@ const std::string kTable(
     55);
 constexpr int kUnits = 55;
 
-// A process's memory: regions at addresses, read as process_vm_readv would (all or nothing).
-class Image {
- public:
-  uint64_t alloc(size_t size) {
-    const uint64_t at = next_;
-    next_ += (size + 0x100) & ~uint64_t{0xff};
-    mem_[at] = std::string(size, '\0');
-    return at;
-  }
-  void put(uint64_t addr, const void* p, size_t n) {
-    auto it = region(addr, n);
-    ASSERT_NE(it, mem_.end()) << std::hex << addr;
-    std::memcpy(it->second.data() + (addr - it->first), p, n);
-  }
-  void u64(uint64_t addr, uint64_t v) { put(addr, &v, 8); }
-  void u32(uint64_t addr, uint32_t v) { put(addr, &v, 4); }
-  void u8(uint64_t addr, uint8_t v) { put(addr, &v, 1); }
-  bool read(uint64_t addr, void* out, size_t n) const {
-    auto it = const_cast<Image*>(this)->region(addr, n);
-    if (it == mem_.end()) return false;
-    std::memcpy(out, it->second.data() + (addr - it->first), n);
-    return true;
-  }
-
- private:
-  std::map<uint64_t, std::string>::iterator region(uint64_t addr, size_t n) {
-    auto it = mem_.upper_bound(addr);
-    if (it == mem_.begin()) return mem_.end();
-    --it;
-    if (addr + n > it->first + it->second.size()) return mem_.end();
-    return it;
-  }
-  uint64_t next_ = 0x7f0000010000;
-  std::map<uint64_t, std::string> mem_;
-};
-
 // One version's object layout, as its headers give it (see the top of this file).
 struct Objects {
   bool ft;
@@ -88,11 +57,12 @@ struct Objects {
   uint32_t co_first = ft ? 84u : 68u, co_file = ft ? 128u : 112u, co_name = co_file + 8,
            co_qual = co_file + 16, co_table = co_file + 24, co_tlbc = ft ? 224u : 0u,
            co_adaptive = ft ? 232u : 208u, co_size = co_adaptive + 8;
-  // Thread and runtime offsets: any the block says; 3.13.0's.
-  uint32_t interp_head = 632, threads_head = 7344, ts_next = 8, ts_frame = 72, ts_id = 160;
+  // Thread and runtime offsets: any the block says; 3.14.10's.
+  uint32_t interp_head = 808, threads_head = 7344, ts_next = 8, ts_frame = 72, ts_id = 160;
 };
 
-// The 3.14 _Py_DebugOffsets block (Include/internal/pycore_debug_offsets.h), 95 words.
+// The 3.14 _Py_DebugOffsets block (Include/internal/pycore_debug_offsets.h), 95 words: the
+// words the reader takes, as _Py_DebugOffsets_INIT sets them (word numbers: python_layout.cpp).
 std::string block_314(const Objects& o) {
   std::vector<uint64_t> w(95, 0);
   std::memcpy(w.data(), "xdebugpy", 8);
@@ -115,7 +85,7 @@ std::string block_314(const Objects& o) {
 // A process image of one version: strings, code objects, threads and their frames.
 struct Process {
   Objects o;
-  Image mem;
+  test::Image mem;
   uint64_t runtime = 0, code_type = 0, str_type = 0, bytes_type = 0, interp = 0;
   uint64_t last_ts = 0;
 
@@ -252,7 +222,7 @@ TEST(PythonLayout314, DebugOffsetsGiveTheLayout) {
     EXPECT_EQ(free_threaded, ft);
     const gw_py_layout& l = got->first;
     const PyCodeLayout& c = got->second;
-    EXPECT_EQ(l.interp_head, 632);
+    EXPECT_EQ(l.interp_head, 808);
     EXPECT_EQ(l.threads_head, 7344);
     EXPECT_EQ(l.tstate_frame, 72);
     EXPECT_EQ(l.tstate_id, 160);
@@ -494,10 +464,13 @@ TEST(PythonLayout, TestedHowPerVersion) {
   EXPECT_EQ(python_check_line(p),
             "Python 3.14.0t (libpython3.14t.so.1.0): supported, Python lines recorded (layout: "
             "_Py_DebugOffsets; tested from the published layout)");
+  // What python_processes.detail says of it: what was found, not an empty field.
+  EXPECT_EQ(python_detail(p), "layout: _Py_DebugOffsets; tested from the published layout");
   p.supported = false;
   p.why_not = "x";
   EXPECT_EQ(python_check_line(p),
             "Python 3.14.0t (libpython3.14t.so.1.0): not supported, no Python lines: x");
+  EXPECT_EQ(python_detail(p), "x");
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ struct Table : sqlite3_vtab {
   // this one. Rows are appended with higher ids, so each check reads only the new ones.
   int64_t verified_to = 0;
   std::optional<bool> has_crc;  // the file's chunk table has index_crc (known on first check)
+  std::optional<unsigned> verified_version;  // the data_version of the last check
 
   // Writes: rows inserted in this transaction, not yet in a chunk.
   std::vector<int64_t> pending_values;  // ncols per row
@@ -361,6 +362,9 @@ struct Table : sqlite3_vtab {
       has_crc = *has;
     }
     if (!*has_crc) return SQLITE_OK;  // an older file: its index cannot be verified
+    // Once per read transaction and data version: a correlated join filters thousands of times.
+    const bool in_txn = sqlite3_txn_state(db, "main") != SQLITE_TXN_NONE;
+    if (in_txn && verified_version == std::optional<unsigned>(data_version)) return SQLITE_OK;
     auto s = Stmt::prepare(db,
                            "SELECT id, pid, tid, ts_min, end_max, rows, index_crc FROM " + chunks +
                                " WHERE id > ? ORDER BY id",
@@ -374,11 +378,14 @@ struct Table : sqlite3_vtab {
         return fail(chunk_index_damaged(chunks, col(0)));
       verified_to = col(0);
     }
-    return step == SQLITE_DONE ? SQLITE_OK : fail_sqlite("reading " + chunks);
+    if (step != SQLITE_DONE) return fail_sqlite("reading " + chunks);
+    if (in_txn) verified_version = data_version;
+    return SQLITE_OK;
   }
 
   void drop_pending() {
     verified_to = 0;  // ids of rolled-back chunks may be used again
+    verified_version.reset();
     pending_values.clear();
     pending_nulls.clear();
     savepoints.clear();

@@ -195,6 +195,7 @@ CREATE TABLE api_calls_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX api_calls_chunks_tid ON api_calls_chunks(tid, ts_min);
@@ -206,6 +207,7 @@ CREATE TABLE offcpu_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX offcpu_chunks_tid ON offcpu_chunks(tid, ts_min);
@@ -217,6 +219,7 @@ CREATE TABLE syscalls_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX syscalls_chunks_tid ON syscalls_chunks(tid, ts_min);
@@ -228,6 +231,7 @@ CREATE TABLE block_io_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX block_io_chunks_tid ON block_io_chunks(tid, ts_min);
@@ -239,6 +243,7 @@ CREATE TABLE reclaim_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX reclaim_chunks_tid ON reclaim_chunks(tid, ts_min);
@@ -251,6 +256,7 @@ CREATE TABLE cpu_samples_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX cpu_samples_chunks_tid ON cpu_samples_chunks(tid, ts_min);
@@ -263,6 +269,7 @@ CREATE TABLE cpu_runs_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX cpu_runs_chunks_tid ON cpu_runs_chunks(tid, ts_min);
@@ -275,6 +282,7 @@ CREATE TABLE wait_migrations_chunks (
   ts_min  INTEGER NOT NULL,   -- earliest ts of its rows
   end_max INTEGER NOT NULL,   -- latest ts + dur of its rows
   rows    INTEGER NOT NULL,
+  index_crc INTEGER,          -- CRC-32 of pid, tid, ts_min, end_max, rows (chunk_index.hpp)
   data    BLOB NOT NULL       -- the encoded rows, sorted by ts
 );
 CREATE INDEX wait_migrations_chunks_tid ON wait_migrations_chunks(tid, ts_min);

@@ -353,6 +353,16 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
                         " damaged (checksum mismatch or bad encoding) and were skipped: " + parts +
                         "; the events there are missing from this report"});
   }
+  if (rows.unchecked_chunks || rows.unchecked_index) {
+    std::string what = rows.unchecked_chunks ? "event chunks written before chunk checksums "
+                                               "(chunk format 1 or 2)"
+                                             : "";
+    if (rows.unchecked_index)
+      what += std::string(what.empty() ? "" : ", and ") +
+              "a chunk index written before its checksums (no index_crc)";
+    out.push_back({"unverified", "this file cannot be verified: it holds " + what +
+                                     "; damage there would read as other events, not be reported"});
+  }
   if (!has_offcpu) {
     out.push_back({"no_sched",
                    "no scheduler data for the GPU threads: preemption, lock waits "

@@ -38,6 +38,7 @@ TraceRows shared_part(const TraceRows& rows) {
   m.live = rows.live;
   m.losses = rows.losses;
   m.wal_warning = rows.wal_warning;
+  m.unchecked_index = rows.unchecked_index;
   m.families_off = rows.families_off;
   m.aged_out = rows.aged_out;
   m.python_unsupported = rows.python_unsupported;
@@ -661,7 +662,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
     if (!whole) return whole.error();
     std::vector<Report> parts;
     TraceRows shared;
-    bool has_offcpu = false;
+    bool has_offcpu = false, unchecked_chunks = false;
     std::vector<DamagedChunk> damaged;
     std::vector<PyLayoutGap> before_layout;
     std::set<uint32_t> seen;
@@ -754,6 +755,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
       }
       if (parts.empty()) shared = shared_part(*rows);
       has_offcpu |= !rows->offcpu.empty();
+      unchecked_chunks |= rows->unchecked_chunks;
       for (const DamagedChunk& d : rows->damaged) {  // host-wide tables are read by every batch
         const auto same = [&](const DamagedChunk& e) {
           return e.table == d.table && e.tid == d.tid && e.ts_min == d.ts_min;
@@ -784,6 +786,7 @@ Result<Report> explain_file(const store::TraceFile& file, const LoadOptions& ask
     if (!parts.empty() && all_pids) {
       Report r = merge_reports(std::move(parts), th);
       shared.damaged = std::move(damaged);
+      shared.unchecked_chunks = unchecked_chunks;
       std::sort(before_layout.begin(), before_layout.end(),
                 [](const PyLayoutGap& a, const PyLayoutGap& b) { return a.pid < b.pid; });
       shared.python_before_layout = std::move(before_layout);

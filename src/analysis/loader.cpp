@@ -2,6 +2,7 @@
 #include "analysis/loader.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "analysis/units.hpp"
 #include "core/phase_timer.hpp"
 #include "store/chunk_codec.hpp"
+#include "store/chunk_index.hpp"
 #include "store/chunked_tables.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
@@ -64,6 +66,7 @@ struct Columns {
 struct DamageLog {
   std::mutex mu;
   std::vector<DamagedChunk>* out = nullptr;
+  std::atomic<bool> unchecked{false};  // a chunk without a checksum was read (format 1 or 2)
 };
 thread_local DamageLog* g_damage = nullptr;
 
@@ -174,6 +177,8 @@ Status scan_chunks(ScanPool& pool, const ChunkIndex& index, const Columns& cols,
         damage->out->push_back({table.name, q.i64(2), q.i64(3), q.i64(4), d.error().what});
         continue;
       }
+      if (damage && !q.blob(0).empty() && static_cast<uint8_t>(q.blob(0)[0]) < 3)
+        damage->unchecked.store(true, std::memory_order_relaxed);
       if (c.rows != q.i64(1)) {  // the parts were sized from the rows column
         status[k] =
             Error{"corrupt event chunk in the trace file: " + chunks + " says " +
@@ -384,6 +389,33 @@ std::string window_text(const TimeWindow& w) {
   return fmt_rel(w.start_ns - w.trace_start_ns) + " .. " + fmt_rel(w.end_ns - w.trace_start_ns);
 }
 
+// A chunk whose index row fails its checksum, for the damage report: where its own rows say it
+// lies (its data has a checksum of its own), else where the damaged row says.
+DamagedChunk index_damage(sqlite3* db, const store::ChunkedTable& t, int64_t id) {
+  const std::string chunks = t.chunks();
+  DamagedChunk d{t.name, 0, 0, 0, store::chunk_index_damaged(chunks, id).what};
+  (void)each_row(db, "SELECT tid, ts_min, end_max, data FROM " + chunks + " WHERE id = ?1", chunks,
+                 [&](Query& q) {
+                   d.tid = q.i64(0);
+                   d.ts_min = q.i64(1);
+                   d.end_max = q.i64(2);
+                   store::Chunk c;
+                   if (!store::decode_chunk(q.blob(3), c) || c.rows == 0) return;
+                   d.tid = c.value(t.tid, 0);
+                   d.ts_min = INT64_MAX;
+                   d.end_max = INT64_MIN;
+                   for (uint32_t r = 0; r < c.rows; ++r) {
+                     const int64_t ts = c.value(t.ts, r);
+                     d.ts_min = std::min(d.ts_min, ts);
+                     int64_t end;  // saturating, as the writer's end_max
+                     if (__builtin_add_overflow(ts, c.value(t.dur, r), &end)) end = INT64_MAX;
+                     d.end_max = std::max(d.end_max, end);
+                   }
+                 },
+                 {id});
+  return d;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const ChunkIndex>> read_chunk_index(sqlite3* db) {
@@ -392,13 +424,24 @@ Result<std::shared_ptr<const ChunkIndex>> read_chunk_index(sqlite3* db) {
     const std::string chunks = t.chunks();
     if (!has_table(db, chunks)) continue;
     std::vector<ChunkRef>& refs = index->tables[std::string(t.name)];
+    auto crc = store::index_crc_column(db, chunks);
+    if (!crc) return crc.error();
+    std::vector<int64_t> bad;  // ids whose index row fails its checksum
     // In rowid order: the table's pages about in file order (read ahead), not the index's.
-    Status st = each_row(
-        db, "SELECT id, pid, tid, ts_min, end_max, rows FROM " + chunks, chunks, [&](Query& q) {
-          refs.push_back(
-              {q.i64(0), q.i64(2), q.i64(3), q.i64(4), q.i64(5), static_cast<uint32_t>(q.i64(1))});
-        });
+    Status st =
+        each_row(db, "SELECT id, pid, tid, ts_min, end_max, rows, " + *crc + " FROM " + chunks,
+                 chunks, [&](Query& q) {
+                   const store::ChunkKey k{q.i64(1), q.i64(2), q.i64(3), q.i64(4), q.i64(5)};
+                   if (*crc != "NULL" && !store::index_crc_matches(k, q.i64(6))) {
+                     bad.push_back(q.i64(0));
+                     return;
+                   }
+                   refs.push_back({q.i64(0), k.tid, k.ts_min, k.end_max, k.rows,
+                                   static_cast<uint32_t>(k.pid)});
+                 });
     if (!st) return st.error();
+    for (int64_t id : bad) index->damaged.push_back(index_damage(db, t, id));
+    if (*crc == "NULL" && !refs.empty()) index->unchecked = true;
     std::sort(refs.begin(), refs.end(), [](const ChunkRef& a, const ChunkRef& b) {
       return std::tie(a.tid, a.ts_min, a.id) < std::tie(b.tid, b.ts_min, b.id);
     });
@@ -541,6 +584,8 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
     timer.lap("chunk index");
   }
   const ChunkIndex& index = *chunk_index;
+  rows.damaged.insert(rows.damaged.end(), index.damaged.begin(), index.damaged.end());
+  rows.unchecked_index = index.unchecked;
   ScanPool pool(db, std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   Columns ac{store::find_chunked_table("api_calls")};
   const uint32_t c_ts = ac["ts"], c_dur = ac["dur"], c_pid = ac["pid"], c_tid = ac["tid"],
@@ -673,6 +718,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   if (!opt.batch.empty()) {
     if (rows.calls.empty() && !opt.window_part) {
       prepare_rows(rows);
+      rows.unchecked_chunks = damage.unchecked.load();
       return rows;
     }
   } else {
@@ -1001,6 +1047,7 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
   timer.lap("other tables");
   prepare_rows(rows);
   timer.lap("prepare");
+  rows.unchecked_chunks = damage.unchecked.load();
   return rows;
 }
 

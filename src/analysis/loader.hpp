@@ -37,6 +37,10 @@ struct ChunkIndex {
   // By logical table name ("api_calls"), each sorted by (tid, ts_min, id): the order of the
   // tables' (tid, ts_min) index. A table the file lacks is absent.
   std::unordered_map<std::string, std::vector<ChunkRef>> tables;
+  // Chunks whose index row fails its index_crc (store/chunk_index.hpp): left out of `tables`,
+  // since the row cannot say where they belong; every load reports them.
+  std::vector<DamagedChunk> damaged;
+  bool unchecked = false;  // a chunk table without index_crc (an older file): not verified
   const std::vector<ChunkRef>* find(std::string_view table) const {
     auto it = tables.find(std::string(table));
     return it == tables.end() ? nullptr : &it->second;

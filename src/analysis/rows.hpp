@@ -293,6 +293,10 @@ struct TraceRows {
   std::vector<LossRow> losses;
   std::vector<DamagedChunk> damaged;  // skipped chunks: their rows are missing
   std::string wal_warning;            // the -wal is damaged (TraceFile::wal_warning)
+  // What of the file cannot be verified: chunks read that carry no checksum (formats 1 and 2),
+  // a chunk index without index_crc (store/chunk_index.hpp). Damage there reads as other data.
+  bool unchecked_chunks = false;
+  bool unchecked_index = false;
   std::vector<std::pair<std::string, uint64_t>> event_counts;
   // Kernel probe families that were not on (probe_families: family, state, detail); empty when
   // all were, or when the file predates the table.

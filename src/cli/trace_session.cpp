@@ -51,6 +51,13 @@ namespace {
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
+// A failed write of names (stacks, Python frames, start-up gaps) is worth a warning, except when
+// the file can take no more (storage_failure(): a full disk): recording then stops with one line
+// that says so, and SQLite's "database or disk is full" before it would only repeat it.
+void warn_write(const store::TraceWriter& w, const Status& s) {
+  if (!s && w.storage_failure().empty()) spdlog::warn("{}", s.error().line());
+}
+
 std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -176,7 +183,7 @@ class Recorder {
       }
     }
     new_stacks_.clear();
-    if (Status s = w_->write_stack_frames(rows); !s) spdlog::warn("{}", s.error().line());
+    warn_write(*w_, w_->write_stack_frames(rows));
   }
 
   // What the lifecycle events say about a process, for one gone before /proc could be read
@@ -455,7 +462,7 @@ void TraceSession::find_python(uint32_t pid) {
 void TraceSession::write_python_frames() {
   if (!py_) return;
   const auto rows = py_->take_rows();
-  if (Status s = rec_->writer().write_python_frames(rows); !s) spdlog::warn("{}", s.error().line());
+  warn_write(rec_->writer(), rec_->writer().write_python_frames(rows));
 }
 
 void TraceSession::scan_all() {
@@ -471,8 +478,7 @@ void TraceSession::note_gap(uint32_t pid, const char* cause, const std::string& 
   (c == "hold_timeout" ? hold_timeout_ : c == "not_held" ? not_held_ : found_late_)++;
   spdlog::info("pid {} may have called {} before it was probed ({})", pid, library, cause);
   std::lock_guard lock(rec_->mu());
-  if (Status s = rec_->writer().add_startup_gap(pid, cause, library, wall_ns()); !s)
-    spdlog::warn("{}", s.error().line());
+  warn_write(rec_->writer(), rec_->writer().add_startup_gap(pid, cause, library, wall_ns()));
 }
 
 // The hook found `m`'s file mapped and unknown, before the process ran on. Held: attach, mark the

@@ -23,7 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Client {
   int fd = -1;
-  Clock::time_point deadline;
+  Clock::time_point deadline;  // its request within the timeout, its response within another
+  Clock::time_point accepted;
   std::string in, out;
   size_t sent = 0;
   bool answered = false;  // the response is built: writing, then draining until the peer closes
@@ -100,14 +101,77 @@ void HttpServer::start() {
   });
 }
 
+namespace {
+
+// Reads a client's request, answers it and drains it, as far as it can without blocking; `ev`
+// are the poll events seen on it (POLLIN right after accept: the request may be there already).
+// True when the client is done with: answered and closed, failed, or past its deadline.
+bool step(Client& c, short ev, Clock::time_point now, const HttpServer::Render& render,
+          std::chrono::milliseconds timeout) {
+  if (now >= c.deadline) return true;  // too slow: dropped
+  if (ev && !c.answered) {
+    char buf[4096];
+    const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      const HttpRequest req = parse_request(c.in);
+      if (req.state != HttpRequest::State::Incomplete) {
+        c.out = respond(req, render);
+        c.answered = true;
+        c.deadline = now + timeout;             // a window of its own to take the response
+        ev = static_cast<short>(ev | POLLOUT);  // at once: a scrape's response fits the buffer
+      }
+    }
+  }
+  if (c.answered && c.sent < c.out.size() && (ev & (POLLOUT | POLLERR | POLLHUP))) {
+    const ssize_t n =
+        send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0)
+      c.sent += static_cast<size_t>(n);
+    else if (errno != EAGAIN && errno != EINTR)
+      return true;
+    // All sent: half-close, then read until the client closes, so that unread request bytes
+    // do not turn our close into a reset that could cut the response short.
+    if (c.sent == c.out.size()) {
+      shutdown(c.fd, SHUT_WR);
+      c.deadline = std::min(c.deadline, now + std::chrono::seconds(1));
+    }
+  } else if (c.answered && c.sent == c.out.size() && ev) {
+    char buf[4096];
+    const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+  return false;
+}
+
+// The client to drop for a new connection when every slot is taken: the oldest that has not
+// sent a whole request (a slow or silent client), else the oldest that has its whole response
+// and is only being drained. Null when every client is still taking its response: the new
+// connection is the one refused.
+Client* to_evict(std::vector<Client>& clients) {
+  Client* silent = nullptr;
+  Client* drained = nullptr;
+  for (Client& c : clients) {
+    if (c.fd < 0) continue;
+    if (!c.answered && (!silent || c.accepted < silent->accepted)) silent = &c;
+    if (c.answered && c.sent == c.out.size() && (!drained || c.accepted < drained->accepted))
+      drained = &c;
+  }
+  return silent ? silent : drained;
+}
+
+}  // namespace
+
 void HttpServer::serve() {
   std::vector<Client> clients;
   std::vector<pollfd> fds;
   for (;;) {
     fds.clear();
     fds.push_back({wake_[0], POLLIN, 0});
-    // At the limit the listening socket is not polled: new scrapers wait in its backlog.
-    fds.push_back({listen_fd_, static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0});
+    // Always polled: at the limit a new connection takes the slot of a slow one (to_evict), so
+    // that clients which hold connections open cannot keep a scrape waiting.
+    fds.push_back({listen_fd_, POLLIN, 0});
     auto now = Clock::now();
     int timeout_ms = 1000;
     for (const Client& c : clients) {
@@ -121,57 +185,41 @@ void HttpServer::serve() {
     now = Clock::now();
     for (size_t i = 0; i < clients.size(); ++i) {
       Client& c = clients[i];
-      const short ev = fds[i + 2].revents;
-      bool done = now >= c.deadline;  // too slow: dropped
-      if (!done && ev && !c.answered) {
-        char buf[4096];
-        const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          done = true;
-        } else if (n > 0) {
-          c.in.append(buf, static_cast<size_t>(n));
-          const HttpRequest req = parse_request(c.in);
-          if (req.state != HttpRequest::State::Incomplete) {
-            c.out = respond(req, render_);
-            c.answered = true;
-          }
-        }
-      }
-      if (!done && c.answered && c.sent < c.out.size() && (ev & (POLLOUT | POLLERR | POLLHUP))) {
-        const ssize_t n =
-            send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n > 0)
-          c.sent += static_cast<size_t>(n);
-        else if (errno != EAGAIN && errno != EINTR)
-          done = true;
-        // All sent: half-close, then read until the client closes, so that unread request bytes
-        // do not turn our close into a reset that could cut the response short.
-        if (!done && c.sent == c.out.size()) {
-          shutdown(c.fd, SHUT_WR);
-          c.deadline = std::min(c.deadline, now + std::chrono::seconds(1));
-        }
-      } else if (!done && c.answered && c.sent == c.out.size() && ev) {
-        char buf[4096];
-        const ssize_t n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) done = true;
-      }
-      if (done) {
+      if (c.fd >= 0 && step(c, fds[i + 2].revents, now, render_, timeout_)) {
         close(c.fd);
         c.fd = -1;
       }
     }
-    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
     if (fds[1].revents & POLLIN) {
-      while (clients.size() < kMaxClients) {
+      for (;;) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
           // Out of descriptors: the connection stays in the backlog; do not spin on it.
           if (errno == EMFILE || errno == ENFILE) poll(nullptr, 0, 100);
           break;  // EAGAIN: no more waiting; ECONNABORTED and the like: that client is gone
         }
-        clients.push_back({fd, Clock::now() + timeout_, {}, {}, 0, false});
+        now = Clock::now();
+        Client fresh{fd, now + timeout_, now, {}, {}, 0, false};
+        // Its request is often there already: answered before any slot is given up for it.
+        if (step(fresh, POLLIN, now, render_, timeout_)) {
+          close(fd);
+          continue;
+        }
+        size_t live = 0;
+        for (const Client& c : clients) live += c.fd >= 0;
+        if (live >= kMaxClients) {
+          Client* old = to_evict(clients);
+          if (!old) {
+            close(fd);  // every slot is sending a response: this one waits its turn elsewhere
+            continue;
+          }
+          close(old->fd);
+          old->fd = -1;
+        }
+        clients.push_back(std::move(fresh));
       }
     }
+    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
   }
   for (Client& c : clients) close(c.fd);
 }

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The metrics endpoint's HTTP/1.1 server: one thread ("gpuwhy-metrics") polling the listening
 // socket and up to kMaxClients connections at once, each answered once and closed. A client that
-// has not sent its request, or not taken its response, within kClientTimeout is dropped. It
-// shares nothing with the ring reader but the registry's atomics, so a slow or hostile scraper
-// can never hold the reader back.
+// has not sent its request within kClientTimeout of connecting, or not taken its response within
+// another, is dropped; when every slot is taken, a new connection takes the slot of the oldest
+// client that has not sent a whole request, so local users holding connections open (200 of
+// them made every scrape fail) cannot keep a scrape waiting. A request already there when the
+// connection is accepted is answered at once. It shares nothing with the ring reader but the
+// registry's atomics, so a slow or hostile scraper can never hold the reader back.
+// (libmicrohttpd's Debian static library is built with GnuTLS: a TLS stack in the static binary
+// for a plain-text loopback endpoint; this server is kept instead.)
 #pragma once
 
 #include <atomic>
@@ -21,7 +26,7 @@ namespace gpuwhy::metrics {
 
 class HttpServer {
  public:
-  static constexpr size_t kMaxClients = 16;
+  static constexpr size_t kMaxClients = 64;
   static constexpr std::chrono::seconds kClientTimeout{5};
   using Render = std::function<std::string(Format)>;
 

@@ -4,22 +4,23 @@
 #include <algorithm>
 #include <array>
 
+#include "store/chunk_index.hpp"
+
 namespace gpuwhy::store {
 namespace {
 
 // Column order is the storage order: appending a column later keeps old chunks readable (a column
 // a chunk does not have reads as NULL). Meanings: sql/schema.sql and docs/schema.md.
 constexpr std::array<std::string_view, 19> kApiCalls = {
-    "ts",    "dur",   "pid",    "tid", "api", "lib",  "ret",    "stream",   "bytes",
-    "op",    "addr",  "addr2",  "blocks", "tpb", "peer", "nranks", "stack_id", "flags",
-    "py_stack"};
+    "ts",   "dur",   "pid",    "tid", "api",  "lib",    "ret",      "stream", "bytes",   "op",
+    "addr", "addr2", "blocks", "tpb", "peer", "nranks", "stack_id", "flags",  "py_stack"};
 // `throttled`, `arg0`: appended with ABI 9 (1: held off the CPU by its cgroup's CPU quota; the
 // first argument of the syscall it slept in).
 constexpr std::array<std::string_view, 22> kOffCpu = {
-    "ts",         "dur",        "runq",       "pid",        "tid",         "cpu",
-    "preempted",  "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",
-    "waker_tid",  "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall",
-    "wait_cpu",   "migrations", "throttled",  "arg0"};
+    "ts",        "dur",        "runq",       "pid",        "tid",         "cpu",
+    "preempted", "state",      "next_pid",   "next_tid",   "next_comm",   "waker_pid",
+    "waker_tid", "waker_comm", "holder_pid", "holder_tid", "holder_comm", "syscall",
+    "wait_cpu",  "migrations", "throttled",  "arg0"};
 // `request`: appended with ABI 7, the request of an ioctl on the GPU driver's device files (the
 // driver_ioctls family), NULL for every other syscall and in older files.
 constexpr std::array<std::string_view, 8> kSyscalls = {"ts", "dur", "pid",  "tid",
@@ -36,8 +37,8 @@ constexpr std::array<std::string_view, 11> kCpuSamples = {
 // columns pid and tid of the table spec both name `cpu`, so a chunk's pid and tid hold its CPU):
 // the rows are read by CPU and time, and the holders are any task of the host.
 constexpr std::array<std::string_view, 6> kCpuRuns = {"ts", "dur", "cpu", "pid", "tid", "comm"};
-constexpr std::array<std::string_view, 6> kWaitMigrations = {"ts",       "dur",   "pid",
-                                                             "tid",      "from_cpu", "to_cpu"};
+constexpr std::array<std::string_view, 6> kWaitMigrations = {"ts",  "dur",      "pid",
+                                                             "tid", "from_cpu", "to_cpu"};
 
 // What the per-call views joined apis for: GROUP BY name then needs no join and no sorter.
 constexpr std::array<ChunkedLabel, 3> kApiLabels = {{
@@ -72,9 +73,16 @@ Result<ChunkSink> ChunkSink::prepare(sqlite3* db, const ChunkedTable& table) {
   ChunkSink s;
   s.db_ = db;
   s.table_ = &table;
+  // A file made before index_crc (chunk_index.hpp) is written as it was made.
+  auto crc = has_index_crc(db, table.chunks());
+  if (!crc) return crc.error();
+  s.index_crc_ = *crc;
   auto ins = Stmt::prepare(db,
                            "INSERT INTO " + table.chunks() +
-                               "(pid, tid, ts_min, end_max, rows, data) VALUES (?,?,?,?,?,?)",
+                               (s.index_crc_ ? "(pid, tid, ts_min, end_max, rows, data, index_crc) "
+                                               "VALUES (?,?,?,?,?,?,?)"
+                                             : "(pid, tid, ts_min, end_max, rows, data) "
+                                               "VALUES (?,?,?,?,?,?)"),
                            "preparing inserts into " + table.chunks());
   if (!ins) return ins.error();
   s.insert_ = std::move(ins.value());
@@ -101,7 +109,7 @@ Status ChunkSink::add(const RowValues& row, int64_t now_ns) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(row.v[t.pid])) << 32) |
                        static_cast<uint32_t>(row.v[t.tid]);
   Open& open = open_.try_emplace(key, Open{ChunkBuilder(static_cast<uint32_t>(t.columns.size()))})
-                    .first->second;
+                   .first->second;
   if (open.rows.empty()) open.first_add_ns = now_ns;
   open.rows.add({row.v, t.columns.size()}, row.nulls);
   if (open.rows.rows() >= kChunkRows) return write(key, open);
@@ -147,6 +155,7 @@ Status ChunkSink::write(uint64_t key, Open& open) {
   insert_.i64(4, end_max);
   insert_.i64(5, n);
   sqlite3_bind_blob(insert_.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+  if (index_crc_) insert_.i64(7, chunk_index_crc({pid, tid, ts_min, end_max, n}));
   if (insert_.run() != SQLITE_DONE) return sqlite_error(db_, "writing " + t.chunks());
   if (span_insert_ && rollup_rows.first != 0) {
     span_insert_.text(1, rollup_.table());

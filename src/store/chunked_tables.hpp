@@ -30,7 +30,7 @@ struct ChunkedLabel {
 };
 
 struct ChunkedTable {
-  std::string_view name;                  // logical table: "api_calls"
+  std::string_view name;                      // logical table: "api_calls"
   std::span<const std::string_view> columns;  // all INTEGER, in storage order
   // Indexes of the key columns. A table chunked by something else than the thread names that
   // column as both pid and tid (cpu_runs: cpu): its chunks' pid and tid columns hold it.
@@ -90,6 +90,7 @@ class ChunkSink {
   Stmt span_insert_;  // flight recorder files: which rollup rows each chunk wrote (retention.hpp)
   std::unordered_map<uint64_t, Open> open_;  // (pid << 32 | tid) -> rows not yet written
   uint64_t written_since_mark_ = 0;
+  bool index_crc_ = false;  // the file's chunk tables have index_crc
 };
 
 }  // namespace gpuwhy::store

@@ -112,10 +112,14 @@ struct Cursor : sqlite3_vtab_cursor {
     pid = pids.lo;
     const int order = (idx >> kOrderShift) & 7;
     desc = order == kTsDesc || order == kRowidDesc;
+    const bool index_picks =
+        (idx & (kTid | kPid | kTsEq | kTsLo | kTsHi)) || order == kTsAsc || order == kTsDesc;
+    if (index_picks)
+      if (int rc = t.verify_index(); rc != SQLITE_OK) return rc;
 
     const int rc = (idx & kRowidEq) ? start_rowid()
-                   : (idx & kTid)     ? start_thread(tid.lo)
-                                      : start_scan(idx);
+                   : (idx & kTid)   ? start_thread(tid.lo)
+                                    : start_scan(idx);
     if (rc != SQLITE_OK || order != kGrouped) return rc;
     auto spec = GroupingSpec::parse(idx_str);
     if (!spec) return t.fail("internal: bad grouping plan");
@@ -156,8 +160,7 @@ struct Cursor : sqlite3_vtab_cursor {
       }
     };
     groups = std::make_unique<GroupedRows>(static_cast<uint32_t>(kept.stored.size()),
-                                           std::move(desc_keys), key_of,
-                                           t.options->max_groups);
+                                           std::move(desc_keys), key_of, t.options->max_groups);
     chunk_ids.clear();
     int64_t last_id = -1;
     uint32_t index = 0;
@@ -165,9 +168,8 @@ struct Cursor : sqlite3_vtab_cursor {
     while (!eof) {
       if (chunk_id != last_id) {
         // Chunks come in runs (a scan) or interleaved (a thread's merge): look the id up.
-        auto at = std::find(chunk_ids.rbegin(), chunk_ids.rbegin() +
-                                                    std::min<size_t>(chunk_ids.size(), 16),
-                            chunk_id);
+        auto at = std::find(chunk_ids.rbegin(),
+                            chunk_ids.rbegin() + std::min<size_t>(chunk_ids.size(), 16), chunk_id);
         if (at != chunk_ids.rbegin() + std::min<size_t>(chunk_ids.size(), 16)) {
           index = static_cast<uint32_t>(chunk_ids.rend() - at - 1);
         } else {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "store/chunk_codec.hpp"
+#include "store/chunk_index.hpp"
 #include "store/chunked_tables.hpp"
 #include "store/chunked_vtab.hpp"
 #include "store/column_labels.hpp"
@@ -27,7 +28,6 @@
 #include "store/sqlite_util.hpp"
 
 namespace gpuwhy::store::vtab {
-
 
 // rowid = chunk id << kRowBits | row: row ids stay stable as long as the chunk does.
 constexpr int kRowBits = 12;
@@ -125,7 +125,7 @@ struct Table : sqlite3_vtab {
   const ChunkedTable* spec = nullptr;
   const ChunkedTableOptions* options = nullptr;
   std::string chunks;  // "main.api_calls_chunks"
-  uint32_t ncols = 0;     // stored columns; the label columns follow them
+  uint32_t ncols = 0;  // stored columns; the label columns follow them
   uint32_t nlabels = 0;
   // api_calls.flags is "NOT NULL DEFAULT 0" (docs/schema.md). SQLite applies no DEFAULT to a
   // virtual table, so a NULL there (left out of the INSERT) is stored as the 0 it stands for.
@@ -143,6 +143,11 @@ struct Table : sqlite3_vtab {
   std::vector<std::shared_ptr<const ColumnLabels>> retired;
   int64_t seen_changes = -1;
   unsigned data_version = 0;
+  // Chunks whose index row was checked against its index_crc (chunk_index.hpp), by id: up to
+  // this one. Rows are appended with higher ids, so each check reads only the new ones.
+  int64_t verified_to = 0;
+  std::optional<bool> has_crc;  // the file's chunk table has index_crc (known on first check)
+  std::optional<unsigned> verified_version;  // the data_version of the last check
 
   // Writes: rows inserted in this transaction, not yet in a chunk.
   std::vector<int64_t> pending_values;  // ncols per row
@@ -348,7 +353,39 @@ struct Table : sqlite3_vtab {
     return result;
   }
 
+  // Before a plan lets the index rows pick chunks (a thread, a time range, time order): a row
+  // whose index_crc fails is damage, named like a chunk whose data fails its checksum.
+  int verify_index() {
+    if (!has_crc) {
+      auto has = has_index_crc(db, std::string(spec->chunks()));
+      if (!has) return fail(has.error());
+      has_crc = *has;
+    }
+    if (!*has_crc) return SQLITE_OK;  // an older file: its index cannot be verified
+    // Once per read transaction and data version: a correlated join filters thousands of times.
+    const bool in_txn = sqlite3_txn_state(db, "main") != SQLITE_TXN_NONE;
+    if (in_txn && verified_version == std::optional<unsigned>(data_version)) return SQLITE_OK;
+    auto s = Stmt::prepare(db,
+                           "SELECT id, pid, tid, ts_min, end_max, rows, index_crc FROM " + chunks +
+                               " WHERE id > ? ORDER BY id",
+                           "reading " + chunks);
+    if (!s) return fail(s.error());
+    s->i64(1, verified_to);
+    int step;
+    while ((step = sqlite3_step(s->get())) == SQLITE_ROW) {
+      auto col = [&](int c) { return sqlite3_column_int64(s->get(), c); };
+      if (!index_crc_matches({col(1), col(2), col(3), col(4), col(5)}, col(6)))
+        return fail(chunk_index_damaged(chunks, col(0)));
+      verified_to = col(0);
+    }
+    if (step != SQLITE_DONE) return fail_sqlite("reading " + chunks);
+    if (in_txn) verified_version = data_version;
+    return SQLITE_OK;
+  }
+
   void drop_pending() {
+    verified_to = 0;  // ids of rolled-back chunks may be used again
+    verified_version.reset();
     pending_values.clear();
     pending_nulls.clear();
     savepoints.clear();

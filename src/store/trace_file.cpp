@@ -19,6 +19,7 @@
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 #include "store/wal_check.hpp"
+#include "store/wal_owner.hpp"
 #include "store/writer_lock.hpp"
 
 namespace gpuwhy::store {
@@ -240,6 +241,12 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
                         "they were already copied into " +
                         path;
   }
+  // A -wal from another trace would be read as this one's (wal_owner.hpp).
+  std::optional<TraceIdentity> alone;
+  if (has_wal && !f->live_) {
+    if (Status st = check_wal_page_size(path); !st) return st.error();
+    alone = identity_without_wal(path);
+  }
   Probe p = open_and_probe(file_uri(path, immutable ? "mode=ro&immutable=1" : "mode=ro"), &f->db_);
   const int primary = p.rc & 0xff;
   if (has_wal && (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY)) {
@@ -325,6 +332,7 @@ Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
     ss.batches = sqlite3_column_int64(s, 9);
     sqlite3_finalize(s);
   }
+  if (Status st = check_wal_owner(path, alone, trace_identity(db)); !st) return st.error();
   if (f->status_ == "stopped") {  // why: the cause the writer stored in losses
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db,

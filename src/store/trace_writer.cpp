@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "core/clock.hpp"
+#include "core/untrusted.hpp"
 #include "gpuwhy/abi/events.h"
 #include "store/checkpointer.hpp"
 #include "store/embedded_sql.hpp"
@@ -54,8 +56,8 @@ struct TraceWriter::Impl {
     tables.reset();
     strings.reset();
     for (Stmt* st : {&begin, &commit, &rollback, &session_commit, &lib_insert, &lib_id, &lib_probe,
-                     &lib_counts, &proc_upsert, &cpu_limit_upsert, &thread_update, &thread_insert, &thread_cpus, &loss_clear,
-                     &loss_insert, &count_clear, &count_insert})
+                     &lib_counts, &proc_upsert, &cpu_limit_upsert, &thread_update, &thread_insert,
+                     &thread_cpus, &loss_clear, &loss_insert, &count_clear, &count_insert})
       *st = Stmt();
     sqlite3_close_v2(db);
   }
@@ -78,6 +80,37 @@ struct TraceWriter::Impl {
   ino_t ino = 0;
 };
 
+namespace {
+
+// The reserve kept for stop_early: 4 MiB, else the most of 1 MiB or 256 KiB the disk has room for
+// (a 'stopped' mark and its loss row take a few pages of the -wal).
+Status keep_disk_reserve(WriterLock& lock, const std::string& path) {
+  constexpr long kFull = 4l << 20;
+  for (long bytes : {kFull, 1l << 20, 256l << 10}) {
+    const int err = lock.reserve(bytes);
+    if (err == 0) {
+      if (bytes < kFull)
+        spdlog::warn(
+            "the disk holding {} has less than 4 MiB free: kept {} KiB in reserve (to mark the "
+            "trace 'stopped' when the disk fills up); it will fill up soon",
+            untrusted::shown(path), bytes >> 10);
+      return {};
+    }
+    if (err != ENOSPC && err != EDQUOT) {
+      spdlog::warn(
+          "cannot keep space in reserve next to {} ({}): a full disk may leave the trace "
+          "reading as killed",
+          untrusted::shown(path), std::strerror(err));
+      return {};
+    }
+  }
+  return Error{"the disk holding " + untrusted::shown(path) +
+                   " has less than 256 KiB free: too little to record a trace",
+               "free some space, or write the trace elsewhere (--out)"};
+}
+
+}  // namespace
+
 TraceWriter::TraceWriter(std::string path, std::unique_ptr<Impl> impl)
     : path_(std::move(path)), impl_(std::move(impl)) {}
 TraceWriter::~TraceWriter() = default;
@@ -98,9 +131,10 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
     struct stat st {};
     if (stat(path.c_str(), &st) == 0) impl->dev = st.st_dev, impl->ino = st.st_ino;
   }
-  // Room to mark the file 'stopped' should the disk fill up (stop_early).
-  constexpr long kReserveBytes = 4l << 20;
-  (void)impl->lock->reserve(kReserveBytes);
+  // Room to mark the file 'stopped' should the disk fill up (stop_early). Without it, a full
+  // disk left the file reading as killed, its loss unrecorded: a disk with less than the full
+  // reserve free gets a smaller one, said so; one without room for the smallest is refused.
+  if (auto st = keep_disk_reserve(*impl->lock, path); !st) return st.error();
 
   if (sqlite3_open_v2(path.c_str(), &impl->db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
@@ -161,6 +195,10 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
                      "creating " + path);
       !st)
     return st.error();
+  // The session row in the file itself, not only in the log: readers compare the two to refuse
+  // a -wal taken from another trace (wal_owner.hpp). TRUNCATE: the log then starts empty, with
+  // no frames of an older generation left past its end.
+  (void)exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing " + path);
 
   // Checkpoints move to a thread of their own once the file exists; if that thread cannot start,
   // SQLite's automatic checkpoints stay on.
@@ -168,8 +206,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::create(const std::string& path
   // frame copied lets the next commit restart the log, so this bounds its size, and by then the
   // background thread has copied (and synced) nearly all of it.
   impl->checkpointer = Checkpointer::start(path);
-  if (impl->checkpointer)
-    (void)exec(db, "PRAGMA wal_autocheckpoint=16384", "configuring " + path);
+  if (impl->checkpointer) (void)exec(db, "PRAGMA wal_autocheckpoint=16384", "configuring " + path);
   // A flight recorder's budget sets its own checkpoint cadence and log size (after the above).
   if (retention.on()) {
     auto r = Retention::start(db, path, retention);
@@ -383,9 +420,9 @@ Status TraceWriter::set_library_probe_counts(uint16_t lib_id, uint32_t attached,
 Status TraceWriter::set_probe_family(std::string_view family, std::string_view state,
                                      std::string_view detail) {
   Impl& m = *impl_;
-  auto s = Stmt::prepare(m.db,
-                         "INSERT OR REPLACE INTO probe_families(family, state, detail) VALUES (?,?,?)",
-                         "writing probe_families");
+  auto s = Stmt::prepare(
+      m.db, "INSERT OR REPLACE INTO probe_families(family, state, detail) VALUES (?,?,?)",
+      "writing probe_families");
   if (!s) return s.error();
   s->text(1, family);
   s->text(2, state);
@@ -447,24 +484,27 @@ Status TraceWriter::write_gpu_activity(std::span<const GpuKernelName> names,
 Status TraceWriter::write_stack_frames(std::span<const StackFrameRow> frames) {
   Impl& m = *impl_;
   if (frames.empty()) return {};
-  auto s = Stmt::prepare(m.db,
-                         "INSERT OR REPLACE INTO stack_frames(stack_id, depth, addr, module, offset, "
-                         "symbol, call_site) VALUES (?,?,?,?,?,?,?)",
-                         "writing stack_frames");
+  auto s =
+      Stmt::prepare(m.db,
+                    "INSERT OR REPLACE INTO stack_frames(stack_id, depth, addr, module, offset, "
+                    "symbol, call_site) VALUES (?,?,?,?,?,?,?)",
+                    "writing stack_frames");
   if (!s) return s.error();
-  return transaction([&]() -> Status {
-    for (const StackFrameRow& f : frames) {
-      s->i64(1, f.stack_id);
-      s->i64(2, f.depth);
-      s->i64(3, static_cast<int64_t>(f.addr));
-      s->text_or_null(4, f.module);
-      s->opt(5, f.offset.has_value(), f.offset.value_or(0));
-      s->text_or_null(6, f.symbol);
-      s->i64(7, f.call_site ? 1 : 0);
-      if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing stack_frames");
-    }
-    return {};
-  }, {});
+  return transaction(
+      [&]() -> Status {
+        for (const StackFrameRow& f : frames) {
+          s->i64(1, f.stack_id);
+          s->i64(2, f.depth);
+          s->i64(3, static_cast<int64_t>(f.addr));
+          s->text_or_null(4, f.module);
+          s->opt(5, f.offset.has_value(), f.offset.value_or(0));
+          s->text_or_null(6, f.symbol);
+          s->i64(7, f.call_site ? 1 : 0);
+          if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing stack_frames");
+        }
+        return {};
+      },
+      {});
 }
 
 Status TraceWriter::write_python_frames(std::span<const PythonFrameRow> frames) {
@@ -475,21 +515,23 @@ Status TraceWriter::write_python_frames(std::span<const PythonFrameRow> frames) 
                          "function, line, source, code_addr, instr) VALUES (?,?,?,?,?,?,?,?,?)",
                          "writing python_frames");
   if (!s) return s.error();
-  return transaction([&]() -> Status {
-    for (const PythonFrameRow& f : frames) {
-      s->i64(1, f.py_stack_id);
-      s->i64(2, f.depth);
-      s->i64(3, f.pid);
-      s->text_or_null(4, f.file);
-      s->text_or_null(5, f.function);
-      s->opt(6, f.line >= 0, f.line);
-      s->text_or_null(7, f.source);
-      s->i64(8, static_cast<int64_t>(f.code_addr));
-      s->i64(9, f.instr);
-      if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing python_frames");
-    }
-    return {};
-  }, {});
+  return transaction(
+      [&]() -> Status {
+        for (const PythonFrameRow& f : frames) {
+          s->i64(1, f.py_stack_id);
+          s->i64(2, f.depth);
+          s->i64(3, f.pid);
+          s->text_or_null(4, f.file);
+          s->text_or_null(5, f.function);
+          s->opt(6, f.line >= 0, f.line);
+          s->text_or_null(7, f.source);
+          s->i64(8, static_cast<int64_t>(f.code_addr));
+          s->i64(9, f.instr);
+          if (s->run() != SQLITE_DONE) return sqlite_error(m.db, "writing python_frames");
+        }
+        return {};
+      },
+      {});
 }
 
 Status TraceWriter::add_python_process(const PythonProcessRow& p) {
@@ -672,8 +714,7 @@ Status TraceWriter::stop_early(int64_t end_ns, std::string_view cause, uint64_t 
   m.lock->release_reserve();
   sqlite3* db = m.db;
   auto mark = [&]() -> Status {
-    auto upd = Stmt::prepare(db,
-                             "UPDATE session SET status = 'stopped', end_ns = ? WHERE id = 1; ",
+    auto upd = Stmt::prepare(db, "UPDATE session SET status = 'stopped', end_ns = ? WHERE id = 1; ",
                              "stopping " + path_);
     if (!upd) return upd.error();
     upd->i64(1, end_ns);
@@ -690,10 +731,12 @@ Status TraceWriter::stop_early(int64_t end_ns, std::string_view cause, uint64_t 
   };
   // The open chunks and the mark together if they fit; else the mark alone (their rows are
   // counted as lost by the failed transaction).
-  Status st = transaction([&]() -> Status {
-    if (Status f = m.tables->flush(INT64_MAX); !f) return f;
-    return mark();
-  }, {});
+  Status st = transaction(
+      [&]() -> Status {
+        if (Status f = m.tables->flush(INT64_MAX); !f) return f;
+        return mark();
+      },
+      {});
   if (!st) st = transaction(mark, {});
   m.finished = true;
   return st;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -55,8 +56,9 @@ Result<WriterLock> WriterLock::acquire(const std::string& db_path) {
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
       close(fd);
-      return Error{"the lock file " + path + " is not a plain file of its own (a device, FIFO or "
-                   "hard link)",
+      return Error{"the lock file " + path +
+                       " is not a plain file of its own (a device, FIFO or "
+                       "hard link)",
                    "remove it (a trace never creates one) and try again"};
     }
     (void)give_to_invoking_user(fd);
@@ -106,7 +108,23 @@ pid_t WriterLock::holder(const std::string& db_path) {
   return pid;
 }
 
-bool WriterLock::reserve(long bytes) { return fd_ >= 0 && fallocate(fd_, 0, 0, bytes) == 0; }
+int WriterLock::reserve(long bytes) {
+  if (fd_ < 0) return EBADF;
+  if (fallocate(fd_, 0, 0, bytes) == 0) return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
+  // No fallocate here (some network and FUSE filesystems): zeros, after the pid, take the room.
+  static const char zeros[65536] = {};
+  for (off_t at = 64; at < bytes;) {
+    const ssize_t n = pwrite(fd_, zeros, std::min<off_t>(sizeof zeros, bytes - at), at);
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      release_reserve();
+      return err;
+    }
+    at += n;
+  }
+  return fsync(fd_) == 0 ? 0 : errno;
+}
 
 void WriterLock::release_reserve() {
   if (fd_ < 0) return;

@@ -31,9 +31,10 @@ class WriterLock {
   WriterLock(const WriterLock&) = delete;
   ~WriterLock();  // removes the sidecar, then releases the lock
 
-  // Space set aside in the sidecar (fallocate) so that a writer whose disk fills up can still
-  // mark its file as stopped: release_reserve() gives it back. Best effort (false: no reserve).
-  bool reserve(long bytes);
+  // Space set aside in the sidecar (fallocate, or zeros written where the filesystem has no
+  // fallocate) so that a writer whose disk fills up can still mark its file as stopped:
+  // release_reserve() gives it back. 0, or the errno (ENOSPC: the disk has less free).
+  int reserve(long bytes);
   void release_reserve();
 
  private:

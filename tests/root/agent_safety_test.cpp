@@ -5,6 +5,7 @@
 // the ready file and --out leave their victims intact; TCP retransmissions carry their real
 // IPv4 and IPv6 addresses (packets dropped by nftables in a network namespace) and no task.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -12,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,7 +76,8 @@ class AgentSafety : public ::testing::Test {
 struct SmallTmpfs {
   explicit SmallTmpfs(const std::string& at, const char* size) : path(at) {
     mkdir(at.c_str(), 0755);
-    mounted = mount("gpuwhy-test", at.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
+    mounted =
+        mount("gpuwhy-test", at.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
   }
   ~SmallTmpfs() {
     if (mounted) umount2(path.c_str(), MNT_DETACH);
@@ -89,9 +92,29 @@ struct SmallTmpfs {
     }
     std::fclose(f);
   }
+  // Writes `file` until `bytes` are left free (at least, to the page).
+  void leave_free(const std::string& file, uint64_t bytes) const {
+    struct statvfs v {};
+    if (statvfs(path.c_str(), &v) != 0) return;
+    const uint64_t avail = uint64_t{v.f_bavail} * v.f_frsize;
+    if (avail <= bytes) return;
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    (void)posix_fallocate(fd, 0, static_cast<off_t>(avail - bytes));
+    close(fd);
+  }
   std::string path;
   bool mounted = false;
 };
+
+// Calls to record into a full disk, until the agent stops by itself (or 20 storms later).
+void storm_until_it_stops(Agent& agent) {
+  for (int i = 0; i < 20 && kill(agent.pid(), 0) == 0; ++i) {
+    RunResult w = run({workload("launch_storm"), "--calls", "200000"});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    std::this_thread::sleep_for(200ms);
+  }
+}
 
 TEST_F(AgentSafety, FullDiskStopsRecordingWithOneLineAndAStoppedFile) {
   SmallTmpfs fs(dir.file("small"), "24m");
@@ -100,12 +123,7 @@ TEST_F(AgentSafety, FullDiskStopsRecordingWithOneLineAndAStoppedFile) {
   Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
   fs.fill(fs.path + "/filler");
-  // Calls to record into a full disk: the agent must stop by itself.
-  for (int i = 0; i < 20 && kill(agent.pid(), 0) == 0; ++i) {
-    RunResult w = run({workload("launch_storm"), "--calls", "200000"});
-    ASSERT_EQ(w.exit_code, 0) << w.err;
-    std::this_thread::sleep_for(200ms);
-  }
+  ASSERT_NO_FATAL_FAILURE(storm_until_it_stops(agent));
   const int code = agent.wait(60);
   const std::string err = agent.stderr_text();
   EXPECT_EQ(code, 1) << err;
@@ -116,12 +134,60 @@ TEST_F(AgentSafety, FullDiskStopsRecordingWithOneLineAndAStoppedFile) {
   EXPECT_EQ(err.find("database or disk is full"), std::string::npos) << err;
   unlink((fs.path + "/filler").c_str());  // readers need room for nothing, but be kind
   EXPECT_EQ(query1(db, "SELECT status FROM session"), "stopped");
-  EXPECT_NE(query1(db, "SELECT count(*) FROM losses WHERE source = 'store' AND cause = "
-                       "'disk_full'"),
+  EXPECT_NE(query1(db,
+                   "SELECT count(*) FROM losses WHERE source = 'store' AND cause = "
+                   "'disk_full'"),
             "0");
   auto f = store::TraceFile::open(db);
   ASSERT_TRUE(f.ok()) << f.error().line();
   EXPECT_NE((*f)->incomplete_warning().find("the disk was full"), std::string::npos);
+}
+
+// Issue 34, item 6: with under 4 MiB free the agent started without its reserve, and the full
+// disk then left the file reading as killed with no loss recorded. With 2 MiB free it keeps a
+// smaller reserve and says so, and the full disk is recorded as such; with 128 KiB it refuses to
+// start, with one line.
+TEST_F(AgentSafety, SmallDiskKeepsASmallerReserveOrRefusesToStart) {
+  SmallTmpfs fs(dir.file("small"), "16m");
+  ASSERT_TRUE(fs.mounted) << "cannot mount a tmpfs: " << std::strerror(errno);
+  const std::string db = fs.path + "/t.db";
+  fs.leave_free(fs.path + "/filler", 2u << 20);
+  {
+    Agent agent(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+    ASSERT_TRUE(agent.ready()) << agent.stderr_text();
+    EXPECT_NE(agent.stderr_text().find("has less than 4 MiB free: kept 1024 KiB in reserve"),
+              std::string::npos)
+        << agent.stderr_text();
+    fs.fill(fs.path + "/filler2");
+    ASSERT_NO_FATAL_FAILURE(storm_until_it_stops(agent));
+    const int code = agent.wait(60);
+    EXPECT_EQ(code, 1) << agent.stderr_text();
+    EXPECT_NE(agent.stderr_text().find("is full: recording stopped after"), std::string::npos)
+        << agent.stderr_text();
+  }
+  unlink((fs.path + "/filler2").c_str());
+  EXPECT_EQ(query1(db, "SELECT status FROM session"), "stopped");
+  EXPECT_NE(query1(db,
+                   "SELECT count(*) FROM losses WHERE source = 'store' AND cause = "
+                   "'disk_full'"),
+            "0");
+  for (const char* sfx : {"", "-wal", "-shm"}) unlink((db + sfx).c_str());
+  unlink((fs.path + "/filler").c_str());
+
+  fs.leave_free(fs.path + "/filler", 128u << 10);
+  struct statvfs v {};
+  ASSERT_EQ(statvfs(fs.path.c_str(), &v), 0);
+  const uint64_t avail = uint64_t{v.f_bavail} * v.f_frsize;
+  ASSERT_LT(avail, 256u << 10) << "the disk was to be left with 128 KiB free";
+  unlink(dir.file("agent.ready").c_str());  // the first agent's
+  Agent refused(db, {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13"}, dir);
+  EXPECT_FALSE(refused.ready()) << avail << " bytes free: " << refused.stderr_text();
+  EXPECT_NE(refused.wait(60), 0);
+  const auto lines = gpuwhy_lines(refused.stderr_text());
+  ASSERT_EQ(lines.size(), 1u) << refused.stderr_text();
+  EXPECT_NE(lines[0].find("has less than 256 KiB free: too little to record a trace"),
+            std::string::npos)
+      << lines[0];
 }
 
 TEST_F(AgentSafety, TraceFileRemovedMidTraceIsReported) {
@@ -133,7 +199,8 @@ TEST_F(AgentSafety, TraceFileRemovedMidTraceIsReported) {
   const std::string err = agent.stderr_text();
   EXPECT_EQ(code, 1) << err;
   EXPECT_NE(err.find("was removed, renamed or replaced while recording"), std::string::npos) << err;
-  EXPECT_EQ(err.find("gpuwhy: 0 events lost"), std::string::npos) << "the success summary:\n" << err;
+  EXPECT_EQ(err.find("gpuwhy: 0 events lost"), std::string::npos) << "the success summary:\n"
+                                                                  << err;
   EXPECT_EQ(err.find("gpuwhy: wrote "), std::string::npos) << err;
 }
 
@@ -158,13 +225,11 @@ TEST_F(AgentSafety, TwoQuickInterruptsSayWhatWasKeptAndMarkTheFile) {
 
 TEST_F(AgentSafety, PlantedLinksAndForeignOutputsLeaveTheirVictimsIntact) {
   const std::string victim = dir.file("victim");
-  {
-    std::ofstream(victim) << "precious\n";
-  }
+  { std::ofstream(victim) << "precious\n"; }
   // A symlinked lock file.
   ASSERT_EQ(symlink(victim.c_str(), dir.file("a.db.lock").c_str()), 0);
-  RunResult r = run({gpuwhy_binary(), "trace", "--quiet", "--duration", "1s", "--out",
-                     dir.file("a.db")});
+  RunResult r =
+      run({gpuwhy_binary(), "trace", "--quiet", "--duration", "1s", "--out", dir.file("a.db")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
@@ -266,19 +331,23 @@ TEST_F(AgentSafety, ShortLivedProcessesKeepTheirNames) {
   std::this_thread::sleep_for(500ms);
   ASSERT_EQ(agent.stop(), 0) << agent.stderr_text();
   EXPECT_EQ(query1(db, "SELECT count(DISTINCT pid) FROM api_calls"), "40");
-  EXPECT_EQ(query1(db, "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
-                       "AND (comm IS NULL OR start_ns = 0)"),
+  EXPECT_EQ(query1(db,
+                   "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
+                   "AND (comm IS NULL OR start_ns = 0)"),
             "0")
-      << query1(db, "SELECT group_concat(pid || ':' || coalesce(comm, 'NULL') || ':' || start_ns) "
-                    "FROM processes");
-  EXPECT_EQ(query1(db, "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
-                       "AND comm = 'launch_storm'"),
+      << query1(db,
+                "SELECT group_concat(pid || ':' || coalesce(comm, 'NULL') || ':' || start_ns) "
+                "FROM processes");
+  EXPECT_EQ(query1(db,
+                   "SELECT count(*) FROM processes WHERE pid IN (SELECT pid FROM api_calls) "
+                   "AND comm = 'launch_storm'"),
             "40");
 }
 
 // In a network namespace of its own: lo up with 10.99.0.1/.2 and fd99::1/::2, nftables dropping
-// every data packet to port 5599 as it arrives (sent fine, never received), a client that connects from .2 to .1 (and ::2 to ::1)
-// and writes: the kernel retransmits until the child gives up. Exits 0 when all went as planned.
+// every data packet to port 5599 as it arrives (sent fine, never received), a client that connects
+// from .2 to .1 (and ::2 to ::1) and writes: the kernel retransmits until the child gives up. Exits
+// 0 when all went as planned.
 int lossy_connections() {
   if (unshare(CLONE_NEWNET) != 0) return 10;
   const char* setup =
@@ -291,8 +360,8 @@ int lossy_connections() {
       "}\n"
       "EOF";
   if (std::system(setup) != 0) return 11;
-  for (const auto& [family, server, client] :
-       {std::tuple{AF_INET, "10.99.0.1", "10.99.0.2"}, std::tuple{AF_INET6, "fd99::1", "fd99::2"}}) {
+  for (const auto& [family, server, client] : {std::tuple{AF_INET, "10.99.0.1", "10.99.0.2"},
+                                               std::tuple{AF_INET6, "fd99::1", "fd99::2"}}) {
     const int l = socket(family, SOCK_STREAM, 0), c = socket(family, SOCK_STREAM, 0);
     sockaddr_storage sa{}, ca{};
     socklen_t len = 0;

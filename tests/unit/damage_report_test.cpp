@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A trace whose -wal is damaged (issue 34, item 4): SQLite reads the file without the batches
-// after the damage, so every answer holds less than the trace did. `gpuwhy export` says so on
-// stderr, as explain, query and audit do, and exits 1 (the same trace before the damage exports
-// with exit 0 and no warning); every MCP tool's result carries the damage: explain's and audit's
-// as their damaged_wal caveat, query's and the listings' as a "damaged" member.
+// A trace whose -wal is damaged or another trace's (issue 34, item 4): SQLite reads the file
+// without the batches after the damage, so every answer holds less than the trace did. `gpuwhy
+// export` says so on stderr, as explain, query and audit do, and exits 1 (the same trace before the
+// damage exports with exit 0 and no warning); every MCP tool's result carries the damage: explain's
+// and audit's as their damaged_wal caveat, query's and the listings' as a "damaged" member.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,12 +21,15 @@ namespace {
 
 const std::string kGpuwhy = std::string(GW_BINARY_DIR) + "/gpuwhy";
 
-// A writer killed with four batches in its -wal.
-std::string killed_trace(const TempDir& dir) {
-  const std::string path = dir.file("t.db");
+// A writer killed with four batches in its -wal; `started` tells two recordings apart.
+std::string killed_trace(const TempDir& dir, const std::string& name = "t.db",
+                         int64_t started = kStart) {
+  const std::string path = dir.file(name);
   const pid_t child = fork();
   if (child == 0) {
-    auto w = store::TraceWriter::create(path, session_info());
+    store::SessionInfo session = session_info();
+    session.start_ns = started;
+    auto w = store::TraceWriter::create(path, session);
     if (!w.ok()) _exit(2);
     for (int b = 0; b < 4; ++b)
       if (!(*w)->write_batch(full_chunk(kStart + b * kMs, 10, 20 + b)).ok()) _exit(3);
@@ -105,6 +108,56 @@ TEST(McpDamage, EveryToolResultCarriesTheDamage) {
     EXPECT_NE(r.value("damaged", "").find("-wal is damaged after frame"), std::string::npos)
         << r.dump();
   }
+}
+
+// Item 4 of issue 34: another trace's -wal next to a file was applied without a word (explain
+// reported the other job). Every reader refuses it with one line and a non-zero exit.
+TEST(ForeignWal, EveryReaderRefusesTheLogOfAnotherTrace) {
+  TempDir dir;
+  const std::string db = killed_trace(dir, "a.db");
+  const std::string other = killed_trace(dir, "b.db", kStart + 3'600 * 1'000 * kMs);
+  std::filesystem::copy_file(other + "-wal", db + "-wal",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string q = shell_quote(db);
+  const std::string said = db + "-wal belongs to another trace (recorded on gpu-host-1 from ";
+  for (const std::string args :
+       {"explain --db " + q, "query --db " + q + " 'SELECT count(*) FROM api_calls'",
+        "audit --db " + q,
+        "export --db " + q + " --format jsonl -o " + shell_quote(dir.file("o"))}) {
+    SCOPED_TRACE(args);
+    auto r = shell(shell_quote(kGpuwhy) + " " + args + " 2>&1");
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find(said), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("refusing to read the file through it"), std::string::npos) << r.out;
+  }
+  McpClient c(options_for(db));
+  const json r = c.call("query", {{"sql", "SELECT count(*) FROM api_calls"}});
+  EXPECT_TRUE(r.value("isError", false)) << r.dump();
+  EXPECT_NE(r.dump().find("belongs to another trace"), std::string::npos) << r.dump();
+  // Its own log back: it reads again.
+  std::filesystem::remove(db + "-wal");
+  auto again =
+      shell(shell_quote(kGpuwhy) + " query --db " + q + " 'SELECT count(*) FROM api_calls' 2>&1");
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+}
+
+// A -wal whose pages are not the file's size cannot be its log.
+TEST(ForeignWal, LogOfAnotherPageSizeIsRefused) {
+  TempDir dir;
+  const std::string db = killed_trace(dir);
+  const std::string wal = db + "-wal";
+  const int fd = ::open(wal.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const unsigned char page[4] = {0, 0, 0x20, 0};  // 8192, big-endian, at offset 8
+  ASSERT_EQ(pwrite(fd, page, 4, 8), 4);
+  close(fd);
+  auto r = shell(shell_quote(kGpuwhy) + " query --db " + shell_quote(db) +
+                 " 'SELECT count(*) FROM api_calls' 2>&1");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(
+      r.out.find(wal + " is not the log of " + db + ": its pages are 8192 bytes, the file's 4096"),
+      std::string::npos)
+      << r.out;
 }
 
 }  // namespace

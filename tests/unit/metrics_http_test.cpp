@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -112,6 +113,38 @@ TEST(MetricsHttp, ServerAnswersScrapesAndRefusesABusyPort) {
   EXPECT_NE(again.error().line().find("cannot listen on 127.0.0.1:" + std::to_string(port)),
             std::string::npos)
       << again.error().line();
+}
+
+// Issue 34, item 7: 16 connections held open made every scrape wait for their timeout, 200 made
+// every scrape fail. With 200 held open (half silent, half with a request never finished) and a
+// client timeout of a minute, scrapes are answered (a scrape's socket gives up after 10 s), and
+// the server keeps at most kMaxClients of them, the oldest slow ones closed first.
+TEST(MetricsHttp, SlowClientsHoldingConnectionsDoNotDelayScrapes) {
+  auto server = HttpServer::listen(ListenAddress{"127.0.0.1", 0}, render, std::chrono::seconds(60));
+  ASSERT_TRUE(server.ok()) << server.error().line();
+  (*server)->start();
+  const uint16_t port = (*server)->port();
+  std::vector<int> slow;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = connect_to(port);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    if (i % 2) (void)!send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);  // never ends
+    slow.push_back(fd);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const std::string r = exchange(port, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << "scrape " << i << ": " << r;
+  }
+  // The server holds at most kMaxClients connections: the others were closed, oldest first.
+  size_t closed = 0;
+  for (int fd : slow) {
+    pollfd p{fd, POLLIN, 0};
+    char c;
+    if (poll(&p, 1, 5000) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) == 0) ++closed;
+    if (closed + HttpServer::kMaxClients >= slow.size()) break;
+  }
+  EXPECT_GE(closed + HttpServer::kMaxClients, slow.size());
+  for (int fd : slow) close(fd);
 }
 
 // [::1]:PORT listens on IPv6 loopback (where the host has it) and answers there.

@@ -21,6 +21,7 @@
 #include "store/redact.hpp"
 #include "store/writer_lock.hpp"
 #include "store_fixture.hpp"
+#include "two_thread_trace.hpp"
 
 namespace gpuwhy {
 namespace {
@@ -90,13 +91,7 @@ void flip_bit(const std::string& path, const std::string& table, int64_t id) {
 TEST(ChunkChecksum, FlippedBitInAFileIsNamedByQueryAndSkippedByExplain) {
   TempDir dir;
   const std::string path = dir.file("t.db");
-  {
-    auto w = make_writer(path);
-    ASSERT_TRUE(w);
-    ASSERT_TRUE(w->write_batch(full_chunk(kStart, 10, 11)).ok());
-    ASSERT_TRUE(w->write_batch(full_chunk(kStart + 10 * kMs, 10, 12)).ok());
-    ASSERT_TRUE(w->finish(kStart + 100 * kMs).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(write_two_thread_trace(path));
   std::string id;
   {
     auto f = open_trace(path);

@@ -5,7 +5,8 @@
 //   {"workload":"sim_train","scenario":..,"pid":..,"rank":..,"trainer_tids":[..],"steps":..,
 //    "launches":..,"elapsed_ns":..,"steps_per_s":..,"launches_per_s_first_half":..,
 //    "launches_per_s_second_half":..,"gpu_busy_ns":..,"kernels":..,"hog_pid":..,
-//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..,"helper_tid":..,
+//    "ckpt_writer_tid":..,"ckpt_holds":..,"loader_pid":..,"save_ns":..,"hidden_sync_ns":..,
+//    "runq_ns":..,"helper_tid":..,
 //    "helper_wakeups":..,"other_job_pid":..,"cache_bytes":..,"cache_segments":..,
 //    "cache_peak_bytes":..,"cache_peak_segments":..,"cache_reserves":..,"cache_sweeps":..}
 // Run with --help for the options.
@@ -36,7 +37,8 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
                    pid_t hog_pid, const gw::CkptWriter* ckpt, pid_t loader_pid,
                    const gw::Neighbour* neighbour) {
   std::vector<uint64_t> tids;
-  uint64_t steps = 0, launches = 0, start = ~0ull, end = 0, save_ns = 0;
+  uint64_t steps = 0, launches = 0, start = ~0ull, end = 0, save_ns = 0, hidden_sync_ns = 0,
+           runq_ns = 0;
   gw::TrainerStats cache;  // the caching allocators' figures, summed over the threads
 
   for (const auto& t : ts) {
@@ -45,6 +47,8 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
     steps += st.steps;
     launches += st.launches;
     save_ns += st.save_ns;
+    hidden_sync_ns += st.hidden_sync_ns;
+    runq_ns += st.runq_ns;
     cache.cache_bytes += st.cache_bytes;
     cache.cache_segments += st.cache_segments;
     cache.cache_peak_bytes += st.cache_peak_bytes;
@@ -79,6 +83,8 @@ void print_summary(const gw::Settings& s, const std::vector<std::unique_ptr<gw::
           .num("ckpt_holds", ckpt ? ckpt->holds() : 0)
           .num("loader_pid", loader_pid)
           .num("save_ns", save_ns)
+          .num("hidden_sync_ns", hidden_sync_ns)
+          .num("runq_ns", runq_ns)
           .num("helper_tid", neighbour ? neighbour->helper_tid() : 0)
           .num("helper_wakeups", neighbour ? neighbour->helper_wakeups() : 0)
           .num("other_job_pid", neighbour ? neighbour->other_pid() : 0)

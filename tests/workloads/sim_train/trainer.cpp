@@ -12,6 +12,7 @@
 
 #include "common/proc.hpp"
 #include "gwsim/clock.hpp"
+#include "sim_train/budget_gpu.hpp"
 #include "sim_train/co_runners.hpp"
 
 namespace gw {
@@ -53,6 +54,7 @@ void Trainer::run() {
   // The process is traced from its first GPU call on: what it forks now is traced too.
   if (index_ == 0 && shared_.on_setup) shared_.on_setup();
   stats_.start_ns = gwsim::now_ns();
+  const uint64_t runq0 = thread_runq_ns();
   const uint64_t deadline = stats_.start_ns + static_cast<uint64_t>(s_.seconds * 1e9);
   for (uint64_t i = 0; s_.seconds > 0 ? gwsim::now_ns() < deadline : i < s_.steps; ++i) {
     if (stats_.halfway_ns == 0 && halfway(i)) {
@@ -64,6 +66,7 @@ void Trainer::run() {
     ++stats_.steps;
   }
   stats_.end_ns = gwsim::now_ns();
+  stats_.runq_ns = thread_runq_ns() - runq0;
   teardown();
 }
 
@@ -193,12 +196,16 @@ void Trainer::step(uint64_t i) {
   if (s_.caching_allocator) carve_activations(i);
   launch_batch(forward_kernels());
   if (sc == Scenario::kHiddenSync) {
+    const uint64_t t0 = gwsim::now_ns();
     float loss = 0;  // loss.item(): a blocking 4-byte download in the middle of the step
     check(cudaMemcpy(&loss, d_loss_, sizeof loss, cudaMemcpyDeviceToHost), "cudaMemcpy loss");
+    stats_.hidden_sync_ns += gwsim::now_ns() - t0;
   }
   launch_batch(backward_kernels());
   if (sc == Scenario::kHiddenSync) {
+    const uint64_t t0 = gwsim::now_ns();
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (grad check)");
+    stats_.hidden_sync_ns += gwsim::now_ns() - t0;
   }
   if (sc == Scenario::kAllocChurn) {
     for (void*& t : temps_) check(cudaFree(t), "cudaFree temporary");

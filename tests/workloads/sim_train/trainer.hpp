@@ -52,6 +52,10 @@ struct TrainerStats {
   uint64_t start_ns = 0, halfway_ns = 0, end_ns = 0;
   uint64_t halfway_launches = 0;
   uint64_t save_ns = 0;  // inline-save: time spent writing checkpoints (the ground truth)
+  // hidden-sync: time spent inside the planted download and stream sync (the ground truth)
+  uint64_t hidden_sync_ns = 0;
+  // Its run-queue wait over the steps (schedstat): what a loaded machine really cost it.
+  uint64_t runq_ns = 0;
   // --caching-allocator: its reserve at the end, its peak, and how it changed (the ground truth)
   uint64_t cache_bytes = 0, cache_segments = 0, cache_peak_bytes = 0, cache_peak_segments = 0;
   uint64_t cache_reserves = 0, cache_sweeps = 0;

@@ -23,7 +23,7 @@
 #   base     with GPUWHY_BASE=another gpuwhy binary: that build with its default flags
 #
 # usage: bench/launch_bound.sh  (env: RUNS=5 LAUNCH_NS="7500 2500" REAL_S=0.4 NULL_CALLS=300000
-#                                AGENT_CPU=0 WORK_CPU=1 GPUWHY_BASE=)
+#                                AGENT_CPU=0 WORK_CPU=1 GPUWHY_BASE= CONFIGS="none default full entry")
 source "$(dirname "$0")/lib/common.sh"
 need_root
 SIM_CUDA=$GW_BUILD/tests/sim/libcuda.so.1
@@ -37,7 +37,7 @@ REAL_S=${REAL_S:-0.4}
 NULL_CALLS=${NULL_CALLS:-300000}
 AGENT_CPU=${AGENT_CPU:-0}
 WORK_CPU=${WORK_CPU:-1}
-CONFIGS=(none default full entry)
+read -r -a CONFIGS <<<"${CONFIGS:-none default full entry}"
 if [ -n "${GPUWHY_BASE:-}" ]; then
   need_file "$GPUWHY_BASE"
   CONFIGS+=(base)

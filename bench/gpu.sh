@@ -9,6 +9,8 @@
 #   none      untraced
 #   gw        gpuwhy trace (default: host discovery, so PyTorch's own libcudart/libcuda/libnccl
 #             are found when the workload loads them; entry+return probes, launch batches)
+#   gw_full   the same with --full (every launch timed; the default times 1 in 64 of a thread
+#             above 10,000 launches/s and records the others at entry only: issue 33)
 #   gw_entry  the same with --entry-only launch
 #   gw_stacks the same with --stacks
 #   gw_base   default `trace` of another build (GPUWHY_BASE=/path/to/gpuwhy): a change measured
@@ -34,7 +36,7 @@ need_file "$GPUWHY" "$WORKLOAD"
   die "$PYTHON cannot use a CUDA device through torch"
 
 # CONFIGS="none gw" (env) measures a subset when device time is short.
-read -r -a CONFIGS <<<"${CONFIGS:-none gw gw_entry gw_stacks}"
+read -r -a CONFIGS <<<"${CONFIGS:-none gw gw_full gw_entry gw_stacks}"
 read -r -a WORKLOADS <<<"${WORKLOADS:-train launch}"
 for c in "${CONFIGS[@]}"; do
   [ "$c" != gw_base ] || need_file "${GPUWHY_BASE:-}"
@@ -57,6 +59,7 @@ run_workload() {
 gw_flags() {
   case $1 in
     gw) echo "" ;;
+    gw_full) echo "--full" ;;
     gw_entry) echo "--entry-only launch" ;;
     gw_stacks) echo "--stacks" ;;
     *) echo "" ;;

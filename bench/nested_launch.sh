@@ -100,7 +100,7 @@ prog_snapshot() {  # "id:name run_cnt run_time_ns" of gpuwhy's API programs, sor
     /^[0-9]+: / { name = ""; rt = cnt = 0
                   for (i = 1; i <= NF; i++) { if ($i == "name") name = $(i + 1)
                     if ($i == "run_time_ns") rt = $(i + 1); if ($i == "run_cnt") cnt = $(i + 1) }
-                  if (name ~ /^gw_(api|driver)/) print $1 name, cnt, rt }' | sort
+                  if (name ~ /^gw_(api|driver|launch)/) print $1 name, cnt, rt }' | sort
 }
 if [ "${BPF_STATS:-1}" = 1 ] && command -v bpftool >/dev/null; then
   prev=$(sysctl -n kernel.bpf_stats_enabled)

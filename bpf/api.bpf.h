@@ -59,6 +59,14 @@ struct gw_thread_calls {
 	__u32 launches; /* kernel launches seen: samples their in-memory arguments */
 	__u32 emitted;  /* records written: one in GW_RING_LOOK_STRIDE looks at the ring's fill */
 	struct gw_open_call calls[GW_OPEN_CALLS];
+	/* The thread's launch rate (gw_launch_untimed): launches counted in window `rate_window`
+	 * (ns >> GW_LAUNCH_RATE_SHIFT), and whether the one before it had launch_untimed_min. */
+	__u64 rate_window;
+	__u32 rate_count;
+	__u32 untimed;
+	/* The entry address of the thread's last runtime launch recorded at entry only, while no
+	 * other API entry followed it (0: none): a driver launch it makes is nested in it. */
+	__u64 untimed_launch_ip;
 	struct gw_py_thread_cache py; /* its Python thread state and last stack (python.bpf.h) */
 };
 
@@ -332,13 +340,14 @@ static __always_inline void gw_push_call(struct gw_thread_calls *tc)
  * open-call stack as a compact call that the return probe batches.
  */
 static __always_inline void gw_launch_entry(struct pt_regs *ctx, struct task_struct *task,
-					    struct gw_thread_calls *tc, __u64 cookie)
+					    struct gw_thread_calls *tc, __u64 cookie, __u64 start,
+					    bool untimed)
 {
-	__u64 start = bpf_ktime_get_ns(), func = gw_kernel_arg(ctx, cookie);
+	__u64 func = gw_kernel_arg(ctx, cookie);
 	__s32 stack_id = gw_user_stack(ctx);
 	struct gw_open_call *p;
 
-	if (cookie & GW_COOKIE_ENTRY_ONLY) {
+	if (untimed || (cookie & GW_COOKIE_ENTRY_ONLY)) {
 		gw_batch_launch(task, tc, start, 0, func, cookie, GW_FLAG_NO_RETURN, stack_id);
 		return;
 	}
@@ -462,6 +471,62 @@ static __always_inline bool gw_in_runtime_launch(struct gw_thread_calls *tc)
 	return tc->depth && (tc->calls[(tc->head - 1) & GW_OPEN_MASK].flags & GW_OPEN_RUNTIME_LAUNCH);
 }
 
+/*
+ * Adaptive launch timing (issue 33): is the thread launching fast enough that its unsampled
+ * launches are recorded at entry only? A launch's return trap is about 40% of what a probed launch
+ * costs, and a thread launching tens of thousands of times a second pays it on every one. The
+ * previous window (2^GW_LAUNCH_RATE_SHIFT ns) decides for the current one, so a thread goes
+ * untimed only after a whole window at the rate, and back to timed after one below it. Counts
+ * and start times stay exact; the sampled launches (launch_read_mask) keep their durations.
+ */
+static __always_inline bool gw_launch_untimed(struct gw_thread_calls *tc, __u64 now)
+{
+	__u64 window = now >> GW_LAUNCH_RATE_SHIFT;
+
+	if (window != tc->rate_window) {
+		tc->untimed =
+		    window == tc->rate_window + 1 && tc->rate_count >= gw_cfg.launch_untimed_min;
+		tc->rate_window = window;
+		tc->rate_count = 0;
+	}
+	tc->rate_count++;
+	return tc->untimed;
+}
+
+/* vm_start and vm_end of the mapping a driver launch returns into, for gw_in_untimed_launch. */
+struct gw_vma_span {
+	__u64 start, end;
+};
+
+static long gw_vma_span_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct gw_vma_span *span = data;
+
+	span->start = vma->vm_start;
+	span->end = vma->vm_end;
+	return 0;
+}
+
+/*
+ * Is this driver launch made by the runtime launch the thread just recorded at entry only? That
+ * launch is not open (no return probe), so gw_in_runtime_launch cannot see it: the driver launch
+ * is nested when no other API call began since and it returns into the same mapping of code as
+ * the runtime launch's entry (libcudart calls libcuda from its own text; Triton or JAX call it
+ * from theirs). One user read and one VMA lookup, on a nested launch only.
+ */
+static __always_inline bool gw_in_untimed_launch(struct pt_regs *ctx, struct task_struct *task,
+						 struct gw_thread_calls *tc)
+{
+	struct gw_vma_span span = {};
+	__u64 ret_addr = 0, ip = tc->untimed_launch_ip;
+
+	if (!ip || bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx)))
+		return false;
+	if (bpf_find_vma(task, ret_addr, gw_vma_span_cb, &span, 0))
+		return false;
+	return ip >= span.start && ip < span.end;
+}
+
 /* Every API entry: a batched launch that is not sampled takes the fast path, all else the spec's.
  * `session`: the entry of a driver launch's session probe, which returns 1 (the kernel then skips
  * the return) for a launch nested in a runtime launch and records nothing; 0 otherwise. */
@@ -477,14 +542,25 @@ static __always_inline int gw_api_entry_impl(struct pt_regs *ctx, bool multi, bo
 	 * session skips its return too: one trap instead of two. */
 	if (!tc)
 		return session ? 1 : 0;
-	if (session && gw_in_runtime_launch(tc)) {
+	if (session && (gw_in_runtime_launch(tc) ||
+			(tc->untimed_launch_ip && !(cookie & GW_COOKIE_RUNTIME_LAUNCH) &&
+			 gw_in_untimed_launch(ctx, task, tc)))) {
 		gw_count(GW_CNT_LAUNCH_NESTED_SKIPPED);
 		return 1;
 	}
+	tc->untimed_launch_ip = 0;
 	if (cookie & GW_COOKIE_BATCHED) {
+		__u64 start = bpf_ktime_get_ns();
+		/* Only a session can skip the return; launch_untimed_min 0 is trace --full. */
+		bool untimed = session && gw_cfg.launch_untimed_min && gw_launch_untimed(tc, start);
+
 		if (tc->launches++ & gw_cfg.launch_read_mask) {
-			gw_launch_entry(ctx, task, tc, cookie);
-			return 0;
+			gw_launch_entry(ctx, task, tc, cookie, start, untimed);
+			if (!untimed)
+				return 0;
+			if (cookie & GW_COOKIE_RUNTIME_LAUNCH)
+				tc->untimed_launch_ip = PT_REGS_IP(ctx);
+			return 1;
 		}
 		counted = true;
 	}
@@ -590,9 +666,12 @@ extern bool bpf_session_is_return(void) __ksym __weak;
  * hijacks its return address nor traps at its return: one trap instead of two, and no record. A
  * direct driver launch (Triton, JAX) is recorded as before. An entry-only launch is not probed
  * here (nor pushed, so nesting could not be seen).
+ * With adaptive launch timing (the default; trace --full turns it off) the runtime libraries'
+ * launches are probed here too: the entry of a launch a fast thread does not sample records it
+ * and returns 1 (gw_launch_untimed), so the launch costs one trap instead of two.
  */
 SEC("uprobe")
-int gw_driver_launch_session(struct pt_regs *ctx)
+int gw_launch_session(struct pt_regs *ctx)
 {
 	if (bpf_session_is_return())
 		return gw_api_return_impl(ctx, true);

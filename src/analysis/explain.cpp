@@ -37,6 +37,7 @@ TraceInfo trace_info(const TraceRows& rows, const Joins& joins) {
   t.recorder = rows.aged_out.recorder;
   t.kept_from_ns = rows.aged_out.window_start_ns;
   t.aged_out_events = rows.aged_out.events;
+  t.launch_timing = rows.launch_timing();
   return t;
 }
 
@@ -376,6 +377,18 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
     if (f.family == "python_stacks") {
       out.push_back({"python_off", "Python stacks were not recorded (" + f.detail +
                                        "): calls name no Python line"});
+      continue;
+    }
+    if (f.family == kLaunchTimingFamily) {  // adaptive launch timing, the default
+      const LaunchTiming t = rows.launch_timing();
+      if (t.untimed_above_per_s == 0 || rows.entry_only(Category::Launch)) continue;
+      out.push_back({"launches_sampled",
+                     "a thread making more than " + fmt_count(t.untimed_above_per_s) +
+                         " launches a second timed 1 launch in " + fmt_count(t.timed_one_in) +
+                         " and recorded the others at entry only: every launch is counted and "
+                         "placed, the untimed ones' durations are the mean of their thread's "
+                         "timed launches of the same API (--json: durations_imputed per "
+                         "operation; trace --full times every launch)"});
       continue;
     }
     if (f.family.starts_with(store::kEntryOnlyFamilyPrefix)) {  // trace --entry-only CATEGORY

@@ -33,6 +33,7 @@ struct TraceInfo {
   bool recorder = false;
   int64_t kept_from_ns = 0;
   uint64_t aged_out_events = 0;
+  LaunchTiming launch_timing;  // adaptive launch timing, as the trace states it
 };
 
 struct Caveat {

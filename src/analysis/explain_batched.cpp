@@ -49,11 +49,12 @@ TraceRows shared_part(const TraceRows& rows) {
 // and maxima; percentiles from the summed histogram (explain_batched.hpp).
 OpStats merge_op(const std::vector<const OpStats*>& parts, const DurHistogram& h) {
   OpStats s = *parts.front();
-  s.errors = s.bytes = s.nested = 0;
+  s.errors = s.bytes = s.nested = s.imputed = 0;
   for (const OpStats* p : parts) {
     s.errors += p->errors;
     s.bytes += p->bytes;
     s.nested += p->nested;
+    s.imputed += p->imputed;
   }
   s.dur.count = h.count();
   s.dur.total_ns = h.total();
@@ -210,6 +211,7 @@ void add_op(std::vector<OpStats>& into, const OpStats& o) {
   m.errors += o.errors;
   m.bytes += o.bytes;
   m.nested += o.nested;
+  m.imputed += o.imputed;
 }
 
 void add_process(std::vector<ProcessStats>& into, const ProcessStats& p) {

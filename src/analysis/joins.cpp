@@ -425,6 +425,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
       OpCount& op = by_api[c.api];
       op.hist.add(c.dur);
       op.nested += inside;
+      op.imputed += c.dir == kDurationImputed;
       if (c.ext != kNoExt) {
         const CallExt& e = rows.ext(c);
         op.errors += e.ret != 0;

@@ -192,6 +192,7 @@ struct OpCount {
   uint16_t api = 0;
   DurHistogram hist;
   uint64_t errors = 0, bytes = 0, nested = 0;
+  uint64_t imputed = 0;  // launches whose duration was estimated (launch_timing.hpp)
 };
 
 struct ThreadSummary {

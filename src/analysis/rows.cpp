@@ -7,6 +7,7 @@
 #include <span>
 
 #include "analysis/addr_ranges.hpp"
+#include "analysis/launch_timing.hpp"
 #include "analysis/parallel.hpp"
 #include "store/store.hpp"
 
@@ -205,6 +206,13 @@ bool TraceRows::entry_only(Category c) const {
   return c != kUnknownCategory && family_off(store::entry_only_family(category_name(c)));
 }
 
+LaunchTiming TraceRows::launch_timing() const {
+  for (const FamilyOff& f : families_off)
+    if (f.family == kLaunchTimingFamily && f.state == "sampled")
+      return parse_launch_timing(f.detail);
+  return {};
+}
+
 bool TraceRows::syscalls_from_scheduler() const {
   return session.abi_version >= 3 && family_off("syscalls");
 }
@@ -362,6 +370,7 @@ void prepare_rows(TraceRows& rows) {
   rows.calls_filled.reset();
   infer_copy_directions(rows, f.default_copies);  // needs memory_calls prepared
   if (!f.sorted) regroup_by_tid_ts(rows.calls);
+  impute_untimed_launches(rows);  // needs the calls grouped by thread
   sort_by_tid_ts(rows.syscalls);
   sort_by_tid_ts(rows.driver_ioctls);
   sort_by_tid_ts(rows.block_io);

@@ -16,6 +16,7 @@
 
 #include "analysis/window.hpp"
 #include "catalog/api_catalog.hpp"
+#include "model/launch_timing.hpp"
 
 namespace gpuwhy::analysis {
 
@@ -79,6 +80,9 @@ struct CallRow {
   int64_t end() const { return ts + dur; }
 };
 static_assert(sizeof(CallRow) == 32, "CallRow is sized for ten million rows in memory");
+// CallRow::dir of a launch whose duration was estimated, not measured (launch_timing.hpp): `dir`
+// means nothing else for a launch, and the row has no room for a flag.
+inline constexpr int8_t kDurationImputed = -2;
 using CallRows = std::vector<CallRow, RowAllocator<CallRow>>;
 
 // A call's derived fields, as prepare_rows fills them: its category (its API's, where the file
@@ -329,6 +333,9 @@ struct TraceRows {
   // Were calls of this category recorded at entry only (trace --entry-only; family
   // "returns:<category>")? Their durations read as 0 and mean "unknown".
   bool entry_only(Category c) const;
+  // Adaptive launch timing as the trace's launch_timing family states it ({0, 1}: every launch
+  // was timed, or a file from before it).
+  LaunchTiming launch_timing() const;
   // Was the syscall family off in a trace whose off-CPU rows say which syscall a thread slept
   // in (ABI 3)? Then `syscalls` is derived (prepare_rows): a thread's sleeps of 1 ms or more in
   // a system call (from the scheduler), and its CPU samples in one (their on-CPU time, as

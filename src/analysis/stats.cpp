@@ -76,7 +76,7 @@ void keep_wanted(const TraceRows& rows, const ThreadSummary& t, ThreadOps& ops) 
 struct PlannedOp {
   uint16_t api = 0;
   DurStats dur;  // count, total and max
-  uint64_t errors = 0, bytes = 0, nested = 0;
+  uint64_t errors = 0, bytes = 0, nested = 0, imputed = 0;
   DurHistogram::Rank at[std::size(kSummaryPercentiles)];
 };
 
@@ -104,6 +104,7 @@ std::vector<PlannedOp> plan_ops(std::vector<ThreadOps>& threads, std::span<const
       op.errors += a->count->errors;
       op.bytes += a->count->bytes;
       op.nested += a->count->nested;
+      op.imputed += a->count->imputed;
     }
     for (size_t i = 0; i < std::size(kSummaryPercentiles); ++i) {
       op.at[i] = h.locate(nearest_rank_index(h.count(), kSummaryPercentiles[i]));
@@ -157,6 +158,7 @@ std::vector<OpStats> finish_ops(const TraceRows& rows, const std::vector<ThreadO
     s.errors = op.errors;
     s.bytes = op.bytes;
     s.nested = op.nested;
+    s.imputed = op.imputed;
     s.entry_only = rows.entry_only(s.cat);
     out.push_back(std::move(s));
   }

@@ -24,6 +24,9 @@ struct OpStats {
   // Calls made inside another traced call of their thread: the driver call a runtime call makes
   // when both libraries are probed. Their time is inside that call's too.
   uint64_t nested = 0;
+  // Launches recorded at entry only by adaptive launch timing, their durations estimated from
+  // the timed ones (launch_timing.hpp): `dur` counts them with those estimates.
+  uint64_t imputed = 0;
   bool entry_only = false;  // recorded at entry only (trace --entry-only): `dur` is meaningless
 };
 

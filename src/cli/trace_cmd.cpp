@@ -26,6 +26,8 @@ struct TraceFlags {
   bool no_launch_batching = false;
   bool no_uprobe_multi = false;
   bool no_uprobe_session = false;
+  bool full = false;
+  uint32_t untimed_above = probes::kLaunchUntimedPerS;
   bool no_python = false;
   bool no_sample_stacks = false;
   std::vector<std::string> entry_only;
@@ -78,6 +80,14 @@ void add_trace_command(CLI::App& root, Runner& run) {
                 "Probe driver launches with entry and return probes, as on kernels before 6.13, "
                 "instead of a uprobe session that skips (and does not record) a driver launch "
                 "made inside a runtime launch (troubleshooting; such launches cost more)");
+  cmd->add_flag("--full", flags->full,
+                "Time every kernel launch: by default a thread launching more than "
+                "10,000 kernels a second records the launches it does not sample at entry "
+                "only (counted and placed exactly; durations from 1 in --launch-arg-sampling)");
+  cmd->add_option("--untimed-above", flags->untimed_above,
+                  "Launches a second of one thread above which its unsampled launches are "
+                  "recorded at entry only (0: as --full)")
+      ->capture_default_str();
   cmd->add_flag("--no-python", flags->no_python,
                 "Do not record the Python line behind each GPU call of Python processes (on by "
                 "default: every call but the launches whose arguments are not sampled walks the "
@@ -188,6 +198,7 @@ void add_trace_command(CLI::App& root, Runner& run) {
       opt.launch_batching = !flags->no_launch_batching;
       opt.uprobe_multi = !flags->no_uprobe_multi;
       opt.uprobe_session = !flags->no_uprobe_session;
+      opt.launch_untimed_per_s = flags->full ? 0 : flags->untimed_above;
       opt.python_stacks = !flags->no_python;
       opt.sample_stacks = !flags->no_sample_stacks;
       for (const std::string& name : flags->entry_only)  // names checked by the option

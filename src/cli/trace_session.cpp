@@ -39,6 +39,7 @@
 #include "gpuwhy/abi/events.h"
 #include "gpuwhy/abi/gpu_activity.h"
 #include "metrics/live_metrics.hpp"
+#include "model/launch_timing.hpp"
 #include "probes/probes.hpp"
 #include "reader/ring_reader.hpp"
 #include "store/owned_files.hpp"
@@ -738,6 +739,7 @@ int TraceSession::run() {
   cfg.entry_only_categories = opt_.entry_only_categories;
   cfg.uprobe_multi = opt_.uprobe_multi;
   cfg.uprobe_session = opt_.uprobe_session;
+  cfg.launch_untimed_per_s = opt_.launch_untimed_per_s;
   cfg.events_ring_bytes = opt_.ring_bytes;
   cfg.min_offcpu_ns = opt_.min_offcpu_ns;
   cfg.min_syscall_ns = opt_.min_syscall_ns;
@@ -794,6 +796,17 @@ int TraceSession::run() {
               ? "uprobe_multi: one link per library"
               : "single uprobes: one per function (kernel without uprobe_multi, or trace "
                 "--no-uprobe-multi)");
+      !s)
+    return fail(s.error().line());
+  // Adaptive launch timing: explain reads the row to say which launches have no duration and
+  // where the durations it shows come from ("on": every launch timed, trace --full).
+  if (Status s = rec_->writer().set_probe_family(
+          kLaunchTimingFamily, probes_->launch_untimed_per_s() ? "sampled" : "on",
+          probes_->launch_untimed_per_s()
+              ? launch_timing_detail({probes_->launch_untimed_per_s(), opt_.launch_read_mask + 1})
+              : std::string(opt_.launch_untimed_per_s ? "every launch timed (needs uprobe "
+                                                        "sessions and launch batching)"
+                                                      : "every launch timed (trace --full)"));
       !s)
     return fail(s.error().line());
   // Entry-only categories are stored as families of missing evidence too ("returns:launch"):

@@ -29,6 +29,9 @@ struct TraceOptions {
   bool python_stacks = true;       // the Python line behind each call (off: trace --no-python)
   bool uprobe_multi = true;        // one uprobe_multi link per library where the kernel has them
   bool uprobe_session = true;      // driver launches by uprobe session where the kernel has them
+  // Adaptive launch timing (issue 33): a thread above this many launches a second records the
+  // launches it does not sample at entry only (0: every launch timed, trace --full).
+  uint32_t launch_untimed_per_s = probes::kLaunchUntimedPerS;
   uint32_t entry_only_categories = 0;  // bit 1 << Category: recorded at entry, no return probe
   uint64_t min_offcpu_ns = 0;
   uint64_t min_syscall_ns = 1'000'000;

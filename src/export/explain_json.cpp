@@ -71,6 +71,8 @@ json ops_json(const std::vector<OpStats>& ops) {
          {"errors", o.errors},
          {"bytes", o.bytes}});
     if (o.nested > 0) a.back()["nested"] = o.nested;  // only where both layers were probed
+    // Adaptive launch timing: this many of `count` had their duration estimated.
+    if (o.imputed > 0) a.back()["durations_imputed"] = o.imputed;
     if (o.entry_only) {  // recorded at entry only (trace --entry-only): no durations, no returns
       for (const char* k :
            {"total_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns", "tail_ratio", "errors"})
@@ -142,6 +144,18 @@ json explain_json(const Report& r) {
              {"reclaims", r.trace.reclaims},
              {"retransmits", r.trace.retransmits},
              {"lost_events", r.trace.lost_events}};
+  // How launches were timed (issue 33): "adaptive" (a thread above the rate timed 1 launch in N,
+  // the others' durations estimated: ops' durations_imputed) or "full" (every launch timed).
+  const LaunchTiming& lt = r.trace.launch_timing;
+  trace["launch_timing"] =
+      lt.untimed_above_per_s
+          ? json{{"mode", "adaptive"},
+                 {"untimed_above_per_s", lt.untimed_above_per_s},
+                 {"timed_one_in", lt.timed_one_in},
+                 {"durations",
+                  "untimed launches: the mean of their thread's timed launches of "
+                  "the same API, cut at the thread's next call"}}
+          : json{{"mode", "full"}};
   if (r.trace.recorder)  // trace --keep / --max-size: aged out on purpose, not lost
     trace["aged_out"] = {
         {"events", r.trace.aged_out_events},

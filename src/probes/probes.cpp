@@ -200,9 +200,17 @@ Result<std::unique_ptr<Probes>> Probes::load(const ProbeConfig& cfg) {
   // The driver launches' session program only where the kernel has sessions (6.13): elsewhere it
   // is not loaded, and its weak kfunc stays unresolved.
   p->session_ = p->multi_ && cfg.uprobe_session && kernel_has_uprobe_session();
-  bpf_program__set_autoload(pr->gw_driver_launch_session, p->session_);
+  bpf_program__set_autoload(pr->gw_launch_session, p->session_);
+  // Adaptive launch timing skips a launch's return through the session program, and only a
+  // batched launch takes that path (GW_COOKIE_BATCHED).
+  if (p->session_ && p->launch_batch_ && cfg.launch_untimed_per_s) {
+    p->untimed_per_s_ = cfg.launch_untimed_per_s;
+    const uint64_t per_window =
+        (uint64_t{cfg.launch_untimed_per_s} << GW_LAUNCH_RATE_SHIFT) / 1'000'000'000ull;
+    ro.launch_untimed_min = static_cast<uint32_t>(std::max<uint64_t>(per_window, 1));
+  }
   if (p->session_)
-    bpf_program__set_expected_attach_type(pr->gw_driver_launch_session,
+    bpf_program__set_expected_attach_type(pr->gw_launch_session,
                                           static_cast<enum bpf_attach_type>(kAttachUprobeSession));
 
   if (int err = gpuwhy_bpf__load(p->skel_); err != 0) {
@@ -469,8 +477,8 @@ std::vector<AttachedSite> Probes::attach_library(const discover::LibraryFile& li
     ret = attach_uprobe_multi(bpf_program__fd(skel_->progs.gw_api_return_multi), lib.path,
                               ret_offsets, ret_cookies, true);
   if (entry && ret && !ses_offsets.empty())
-    session = attach_uprobe_session(bpf_program__fd(skel_->progs.gw_driver_launch_session),
-                                    lib.path, ses_offsets, ses_cookies);
+    session = attach_uprobe_session(bpf_program__fd(skel_->progs.gw_launch_session), lib.path,
+                                    ses_offsets, ses_cookies);
   if (!entry || !ret || !session) {
     const std::string why = (!entry ? entry.error() : !ret ? ret.error() : session.error()).line();
     for (Result<int>* r : {&entry, &ret})

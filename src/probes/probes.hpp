@@ -48,6 +48,10 @@ std::string driver_path_prefix();
 // CPU samples per second and CPU unless trace --sample-hz says otherwise: a prime, so the timer
 // does not beat with periodic work of round periods.
 inline constexpr uint32_t kDefaultSampleHz = 199;
+// Adaptive launch timing's default (ProbeConfig::launch_untimed_per_s): launches per second and
+// thread. Eager PyTorch launches at up to ~100,000 a second from one thread; a training loop
+// that launches a few thousand a second keeps every duration.
+inline constexpr uint32_t kLaunchUntimedPerS = 10'000;
 
 // The perf event the CPU samples use, opened on CPU 0 and closed again: 1, or -errno (`check`).
 int probe_cpu_clock();
@@ -69,6 +73,10 @@ struct ProbeConfig {
   // one nested in an open runtime launch costs one trap and is not recorded. false: entry and
   // return probes, as on older kernels.
   bool uprobe_session = true;
+  // Adaptive launch timing: a thread launching at least this many batched launches a second
+  // records the ones it does not sample at entry only (bpf/api.bpf.h, gw_launch_untimed); needs
+  // sessions and batching. 0: every launch is timed (trace --full).
+  uint32_t launch_untimed_per_s = 0;
   uint32_t events_ring_bytes = 32u << 20;  // power of two, >= page size
   uint32_t lifecycle_ring_bytes = 1u << 20;
   uint32_t self_pid = 0;
@@ -163,6 +171,8 @@ class Probes {
   bool uses_uprobe_multi() const { return multi_; }
   // Whether driver launches are probed by a session (ProbeConfig::uprobe_session, and the kernel).
   bool uses_uprobe_session() const { return session_; }
+  // Launches per second per thread above which unsampled launches are untimed (0: off).
+  uint32_t launch_untimed_per_s() const { return untimed_per_s_; }
 
  private:
   Probes() = default;
@@ -177,8 +187,10 @@ class Probes {
   std::vector<AttachedSite> attach_library_single(const discover::LibraryFile& lib, uint16_t lib_id,
                                                   const std::vector<discover::ProbeSite>& sites);
   gpuwhy_bpf* skel_ = nullptr;
-  bool multi_ = false;      // uprobe_multi links (Linux >= 6.6)
-  bool session_ = false;    // driver launches by a uprobe session link (Linux >= 6.13)
+  bool multi_ = false;    // uprobe_multi links (Linux >= 6.6)
+  bool session_ = false;  // driver launches by a uprobe session link (Linux >= 6.13)
+  // Adaptive launch timing in effect (ProbeConfig::launch_untimed_per_s, with sessions).
+  uint32_t untimed_per_s_ = 0;
   bool rtld_hook_ = false;  // gw_rtld_debug_state loaded and attached
   std::string rtld_detail_;
   uint32_t entry_only_ = 0;     // ProbeConfig::entry_only_categories
@@ -190,10 +202,11 @@ class Probes {
   uint64_t cookie(const ApiInfo& api, uint16_t lib_id) const {
     return make_cookie(api, lib_id, entry_only(api), launch_batch_);
   }
-  // A driver library's launch with a return probe, where sessions are on: the session program's.
+  // A driver library's launch with a return probe, where sessions are on, and with adaptive
+  // launch timing every library's: the session program's.
   bool by_session(const ApiInfo& api) const {
-    return session_ && api.family == Family::CudaDriver && api.category == Category::Launch &&
-           !entry_only(api);
+    return session_ && api.category == Category::Launch && !entry_only(api) &&
+           (api.family == Family::CudaDriver || untimed_per_s_ != 0);
   }
   // Per library: an entry link, a return link unless all entry-only, a session link for the
   // driver's launches.

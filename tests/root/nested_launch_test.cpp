@@ -3,7 +3,7 @@
 // libcuda) tells explain nothing the runtime launch does not: where the kernel has uprobe
 // sessions (Linux 6.13), its probe's entry sees the open runtime launch, records nothing, counts
 // it (event_counts launch_nested_skipped) and makes the kernel skip its return probe
-// (bpf/api.bpf.h, gw_driver_launch_session). A driver launch made outside one (Triton, JAX) is
+// (bpf/api.bpf.h, gw_launch_session). A driver launch made outside one (Triton, JAX) is
 // recorded with its duration. The simulated libcudart launches through the simulated libcuda with
 // GWSIM_CUDART_VIA_DRIVER=1, as the real one does.
 #include <gtest/gtest.h>

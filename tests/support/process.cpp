@@ -135,6 +135,13 @@ Agent::Agent(const std::string& db, const std::vector<std::string>& extra_args, 
         std::vector<std::string> argv = {gpuwhy_binary(), "trace", "--quiet", "--out", db,
                                          "--ready-file", dir.file("agent.ready")};
         argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+        // GPUWHY_TEST_TRACE_FLAGS (words separated by spaces): added to every agent a test
+        // starts, to run a suite in another mode (docs/testing.md: `--full` against the
+        // adaptive default, issue 33).
+        if (const char* more = std::getenv("GPUWHY_TEST_TRACE_FLAGS")) {
+          std::istringstream words(more);
+          for (std::string w; words >> w;) argv.push_back(w);
+        }
         return argv;
       }(), dir.path) {
   const std::string ready = dir.file("agent.ready");

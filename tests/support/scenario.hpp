@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -58,6 +62,26 @@ struct TracedScenario {
   nlohmann::json report;
 };
 
+// GPUWHY_TEST_REPORT_DIR=DIR: each scenario's explain report is also written to DIR, named by
+// the scenario, its arguments and the trace flags (and _runN for repeats), for comparing a suite's
+// answers between two trace modes (bench/compare_reports.py; docs/testing.md).
+inline void save_report(const std::string& scenario, const std::vector<std::string>& args,
+                        const std::vector<std::string>& flags, const nlohmann::json& report) {
+  const char* dir = std::getenv("GPUWHY_TEST_REPORT_DIR");
+  if (!dir || !*dir) return;
+  std::string name = scenario;
+  for (const std::vector<std::string>* words : {&args, &flags})
+    for (const std::string& w : *words) name += "_" + w;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
+  std::string path;
+  for (int run = 1;; ++run) {
+    path = std::string(dir) + "/" + name + "_run" + std::to_string(run) + ".json";
+    if (!std::filesystem::exists(path)) break;
+  }
+  std::ofstream(path) << report.dump(1) << "\n";
+}
+
 // `wrap`: a command line the workload's is appended to (`sh -c '...; exec "$@"' sh`): how a test
 // starts it the way a container runtime would, inside a cgroup.
 inline void trace_scenario(const TempDir& dir, const std::string& scenario,
@@ -80,6 +104,7 @@ inline void trace_scenario(const TempDir& dir, const std::string& scenario,
   RunResult ex = run({gpuwhy_binary(), "explain", "--db", out.db, "--json"});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
   out.report = nlohmann::json::parse(ex.out);
+  save_report(scenario, args, flags, out.report);
 }
 
 }  // namespace gpuwhy::testing

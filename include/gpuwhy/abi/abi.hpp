@@ -7,7 +7,7 @@
 
 #include "gpuwhy/abi/events.h"
 
-static_assert(GW_ABI_VERSION == 9);
+static_assert(GW_ABI_VERSION == 10);
 static_assert(sizeof(gw_event_header) == 24);
 static_assert(offsetof(gw_event_header, kind) == 16);
 static_assert(offsetof(gw_event_header, size) == 18);

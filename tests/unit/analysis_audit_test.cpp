@@ -380,14 +380,11 @@ TEST(AnalysisAudit, AReserveThatKeepsGrowingIsFlagged) {
   EXPECT_EQ(j["processes"][0]["memory"]["reserve"]["still_growing"], true);
 }
 
-// One story per process (issue 31): PyTorch's main thread waits while its autograd thread runs
-// the backward pass, and the other way round. 20 steps of 10 ms: the main thread launches the
-// forward pass, sleeps until the autograd thread (a GPU thread of its own process) wakes it 4 ms
-// later, then waits 5 ms in a sync that finds the GPU still busy; the autograd thread launches
-// for 3.9 ms, wakes the main thread and sleeps until the next step. Counted as two spans with
-// their waits for each other as host time, the process looked twice as long as its window and
-// host-bound; its dispatch time is one window, and its GPU was fed through nearly all of it.
-TEST(AnalysisAudit, AlternatingThreadsAreOneStoryOverTheWindow) {
+// 20 steps of 10 ms of a main thread (tid 1) and an autograd thread (tid 2) that take turns: the
+// main thread launches, sleeps until the autograd thread wakes it 4 ms later and syncs at
+// `sync_at` ms into the step for `sync_ns`; the autograd thread launches for 3.9 ms, wakes the
+// main thread and sleeps until the next step.
+RowsBuilder alternating_threads(double sync_at, int64_t sync_ns) {
   RowsBuilder b;
   b.process(1, "python3");
   b.thread(1, 2, "pt_autograd_0");
@@ -395,10 +392,20 @@ TEST(AnalysisAudit, AlternatingThreadsAreOneStoryOverTheWindow) {
     const double t = 10.0 * i;
     b.call(1, 1, "cudaLaunchKernel", t, kMs / 100);
     b.block(1, 1, t + 0.1, 4 * kMs, 1, 2, "pt_autograd_0");
-    b.call(1, 1, "cudaStreamSynchronize", t + 4.2, 5 * kMs);
+    b.call(1, 1, "cudaStreamSynchronize", t + sync_at, sync_ns);
     for (int k = 0; k < 13; ++k) b.call(1, 2, "cudaLaunchKernel", t + 0.2 + 0.3 * k, kMs / 100);
     if (i < 19) b.block(1, 2, t + 4.1, 6 * kMs, 1, 1, "python3");
   }
+  return b;
+}
+
+// One story per process (issue 31): PyTorch's main thread waits while its autograd thread runs
+// the backward pass, and the other way round; here the main thread's sync waits 5 ms and finds
+// the GPU still busy. Counted as two spans with their waits for each other as host time, the
+// process looked twice as long as its window and host-bound; its dispatch time is one window,
+// and its GPU was fed through nearly all of it.
+TEST(AnalysisAudit, AlternatingThreadsAreOneStoryOverTheWindow) {
+  RowsBuilder b = alternating_threads(4.2, 5 * kMs);
   const AuditReport r = audit(b.build());
   ASSERT_EQ(r.processes.size(), 1u);
   const ProcessAudit& p = r.processes[0];
@@ -418,17 +425,7 @@ TEST(AnalysisAudit, AlternatingThreadsAreOneStoryOverTheWindow) {
 // The same alternation with syncs that return at once: nothing says the GPU was fed, and the
 // host work that fills the window is what holds it back.
 TEST(AnalysisAudit, AlternatingThreadsWithAnIdleGpuAreHostBound) {
-  RowsBuilder b;
-  b.process(1, "python3");
-  b.thread(1, 2, "pt_autograd_0");
-  for (int i = 0; i < 20; ++i) {
-    const double t = 10.0 * i;
-    b.call(1, 1, "cudaLaunchKernel", t, kMs / 100);
-    b.block(1, 1, t + 0.1, 4 * kMs, 1, 2, "pt_autograd_0");
-    b.call(1, 1, "cudaStreamSynchronize", t + 9.5, kMs / 100);
-    for (int k = 0; k < 13; ++k) b.call(1, 2, "cudaLaunchKernel", t + 0.2 + 0.3 * k, kMs / 100);
-    if (i < 19) b.block(1, 2, t + 4.1, 6 * kMs, 1, 1, "python3");
-  }
+  RowsBuilder b = alternating_threads(9.5, kMs / 100);
   const AuditReport r = audit(b.build());
   ASSERT_EQ(r.processes.size(), 1u);
   const ProcessAudit& p = r.processes[0];

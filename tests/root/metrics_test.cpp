@@ -100,10 +100,14 @@ TEST_F(Metrics, ScrapeCountsTheCallsAndPrometheusIngestsThem) {
               dir.path);
   TempDir calls_dir;  // its own output files
   Child calls_run({workload("sim_cudart_calls"), "--wait-file", go}, calls_dir.path);
-  Agent agent(dir.file("t.db"),
-              {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13", "--metrics", where,
-               "--pid", std::to_string(storm.pid()) + "," + std::to_string(calls_run.pid())},
-              dir);
+  // --full: every launch timed, so the duration histogram holds every call. By default a thread
+  // launching faster than --untimed-above keeps one duration in 64, and the histogram holds the
+  // timed calls only (gpuwhy_api_calls_total still counts every one).
+  Agent agent(
+      dir.file("t.db"),
+      {"--no-host-libs", "--lib", sim_dir() + "/libcudart.so.13", "--metrics", where, "--full",
+       "--pid", std::to_string(storm.pid()) + "," + std::to_string(calls_run.pid())},
+      dir);
   ASSERT_TRUE(agent.ready()) << agent.stderr_text();
 
   // The port is taken: a second trace says so in one line and exits before tracing anything.

@@ -31,7 +31,7 @@ struct TraceOptions {
   bool uprobe_session = true;      // driver launches by uprobe session where the kernel has them
   // Adaptive launch timing (issue 33): a thread above this many launches a second records the
   // launches it does not sample at entry only (0: every launch timed, trace --full).
-  uint32_t launch_untimed_per_s = probes::kLaunchUntimedPerS;
+  uint32_t launch_untimed_per_s = 0;   // opt-in: trace --untimed-above
   uint32_t entry_only_categories = 0;  // bit 1 << Category: recorded at entry, no return probe
   uint64_t min_offcpu_ns = 0;
   uint64_t min_syscall_ns = 1'000'000;

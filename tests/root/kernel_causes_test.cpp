@@ -186,8 +186,10 @@ TEST_F(KernelCauses, PageFaultChurnIsTheKernelsWork) {
   SCOPED_TRACE("report: " + t.report["chains"].dump(1) + "\nworkload: " + w.dump());
   const std::vector<json> f = chains_of(t.report, trainer_tid(w), "page_faults");
   ASSERT_EQ(f.size(), 1u) << "no page_faults chain for the trainer";
-  // The touch loop is nearly all fault handling (a store per 4 KiB page in user mode).
-  EXPECT_NEAR(f[0]["share"].get<double>(), w["touch_share"].get<double>(), 0.06);
+  // The touch loop is nearly all fault handling; its truth is the thread's system time over it
+  // (the stores themselves run in user mode, and are not the kernel's work).
+  EXPECT_NEAR(f[0]["share"].get<double>(), w["touch_kernel_share"].get<double>(), 0.06);
+  EXPECT_LE(w["touch_kernel_share"].get<double>(), w["touch_share"].get<double>());
   double minor = -1;
   for (const auto& [k, v] : f[0]["metrics"].items())
     if (k == "minor_faults") minor = v.get<double>();

@@ -110,7 +110,7 @@ const std::vector<std::string> kFastArgs = {"--calls", std::to_string(kFast), "-
 
 TEST_F(LaunchTiming, AFastThreadTimesOnlyItsSampledLaunchesAndCountsEveryOne) {
   if (!probes::kernel_has_uprobe_session()) GTEST_SKIP() << "needs uprobe sessions (Linux 6.13)";
-  auto f = trace({}, kFastArgs);
+  auto f = trace({"--untimed-above", "10000"}, kFastArgs);
   ASSERT_TRUE(f);
   ASSERT_NO_FATAL_FAILURE(expect_every_launch(*f, kFast, false));
   const int64_t timed = scalar(*f, "SELECT count(dur)" + calls_of("cudaLaunchKernel"));
@@ -155,8 +155,9 @@ TEST_F(LaunchTiming, FullTimesEveryLaunch) {
 // 150 us of host CPU per launch: under 6,700 launches a second, below the rate in every window.
 TEST_F(LaunchTiming, ASlowThreadKeepsEveryDuration) {
   constexpr int kSlow = 1500;
-  auto f = trace({}, {"--calls", std::to_string(kSlow), "--launch-ns", "150000", "--driver-calls",
-                      std::to_string(kDirect)});
+  auto f =
+      trace({"--untimed-above", "10000"}, {"--calls", std::to_string(kSlow), "--launch-ns",
+                                           "150000", "--driver-calls", std::to_string(kDirect)});
   ASSERT_TRUE(f);
   ASSERT_NO_FATAL_FAILURE(expect_every_launch(*f, kSlow, true));
   EXPECT_EQ(scalar(*f, "SELECT count(dur)" + calls_of("cudaLaunchKernel")), kSlow);

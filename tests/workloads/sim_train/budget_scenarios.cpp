@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sim_train/budget_scenarios.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,10 +76,10 @@ constexpr Defaults kDefaults[] = {
 BudgetSettings parse(int argc, char** argv) {
   const Args args(
       argc, argv,
-      {"scenario",     "steps",         "gpu-us",         "wait-file", "loader-ms",   "batch-kib",
-       "sleep-us",     "sleep-kind",    "ranks",          "rank",      "nccl-id",     "host-ms",
-       "straggler-ms", "straggle-rank", "grad-mib",       "cpu",       "hog-threads", "host-us",
-       "prep-us",      "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse",
+      {"scenario",      "steps",         "gpu-us",         "wait-file", "loader-ms",   "batch-kib",
+       "sleep-us",      "sleep-kind",    "ranks",          "rank",      "nccl-id",     "host-ms",
+       "straggler-ms",  "straggle-rank", "grad-mib",       "cpu",       "hog-threads", "host-us",
+       "prep-us",       "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse",
        "loader-cgroup", "loader-fd"},
       {}, kUsage);
   BudgetSettings s;
@@ -479,7 +479,7 @@ __attribute__((noinline)) void fill_batch(char* buf, uint64_t bytes, uint64_t st
 // them): 16,384 faults per 64 MiB step (above 32 MiB glibc never keeps a freed block). With --reuse
 // the buffer is allocated once.
 int fault_churn(const BudgetSettings& s) {
-  uint64_t touch = 0;
+  uint64_t touch = 0, touch_kernel = 0;
   uint64_t faults = 0;
   // Reused, the buffer is faulted in once, before the trainer's first GPU call.
   char* kept = s.reuse ? static_cast<char*>(std::malloc(s.fault_bytes)) : nullptr;
@@ -489,11 +489,19 @@ int fault_churn(const BudgetSettings& s) {
     getrusage(RUSAGE_THREAD, &r0);
     for (uint64_t i = 0; i < s.steps; ++i) {
       // On the CPU, not wall time: a preemption while touching is not the kernel's work.
+      // And the kernel's part of it (the thread's system time): the truth explain's kernel
+      // samples estimate; the stores themselves run in user mode.
+      rusage k0{}, k1{};
+      getrusage(RUSAGE_THREAD, &k0);
       const uint64_t z0 = gwsim::thread_cpu_ns();
       char* buf = kept ? kept : static_cast<char*>(std::malloc(s.fault_bytes));
       if (!buf) std::abort();
       fill_batch(buf, s.fault_bytes, i);
       touch += gwsim::thread_cpu_ns() - z0;
+      getrusage(RUSAGE_THREAD, &k1);
+      touch_kernel +=
+          static_cast<uint64_t>((k1.ru_stime.tv_sec - k0.ru_stime.tv_sec) * 1'000'000'000ll +
+                                (k1.ru_stime.tv_usec - k0.ru_stime.tv_usec) * 1000ll);
       gpu.upload();
       gpu.forward();
       gpu.backward();
@@ -509,10 +517,11 @@ int fault_churn(const BudgetSettings& s) {
                  .num("reuse", s.reuse ? 1 : 0)
                  .num("touch_ns", touch)
                  .real("touch_share", t.share(touch))
+                 .num("touch_kernel_ns", touch_kernel)
+                 .real("touch_kernel_share", t.share(touch_kernel))
                  .num("minor_faults", faults));
   return 0;
 }
-
 
 // The loader worker of quota-loader (started with --loader-fd): decodes --steps batches on the
 // CPU and writes each to the pipe. No GPU call: it is a process the trace sees only as a child.
@@ -542,11 +551,17 @@ int quota_loader(const BudgetSettings& s) {
   }
   // Everything the child needs, made before fork(): between fork and exec only async-signal-
   // safe calls (open, write, close, execve).
-  std::vector<std::string> args = {self_exe(),      "--scenario", "quota-loader",
-                                   "--steps",       std::to_string(s.steps),
-                                   "--loader-ms",   std::to_string(s.loader_ns / kMs),
-                                   "--batch-kib",   std::to_string(s.batch_bytes >> 10),
-                                   "--loader-fd",   std::to_string(p[1])};
+  std::vector<std::string> args = {self_exe(),
+                                   "--scenario",
+                                   "quota-loader",
+                                   "--steps",
+                                   std::to_string(s.steps),
+                                   "--loader-ms",
+                                   std::to_string(s.loader_ns / kMs),
+                                   "--batch-kib",
+                                   std::to_string(s.batch_bytes >> 10),
+                                   "--loader-fd",
+                                   std::to_string(p[1])};
   std::vector<std::string> env;
   for (const std::string& e : environment_with({}))
     if (e.rfind("GWSIM_TRUTH=", 0) != 0) env.push_back(e);  // the trainer writes the truth
@@ -590,8 +605,7 @@ int quota_loader(const BudgetSettings& s) {
   });
   int status = 0;
   rusage ru{};
-  if (wait4(worker, &status, 0, &ru) != worker || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
+  if (wait4(worker, &status, 0, &ru) != worker || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "sim_train: the loader worker failed (status %d)\n", status);
     return 1;
   }

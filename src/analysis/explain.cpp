@@ -379,7 +379,7 @@ std::vector<Caveat> caveats_for(const TraceRows& rows, bool has_offcpu) {
                                        "): calls name no Python line"});
       continue;
     }
-    if (f.family == kLaunchTimingFamily) {  // adaptive launch timing, the default
+    if (f.family == kLaunchTimingFamily) {  // adaptive launch timing (trace --untimed-above)
       const LaunchTiming t = rows.launch_timing();
       if (t.untimed_above_per_s == 0 || rows.entry_only(Category::Launch)) continue;
       out.push_back({"launches_sampled",

@@ -176,10 +176,10 @@ void expect_library_copy_found(SimRuntime& t, const TempDir& dir,
                            (syscalls ? "on" : "off") + "'"),
             1);
   // sched, proc, block_io, tcp, reclaim, cpu_samples, how the API probes were attached
-  // (api_uprobes), the dynamic linker's hook (rtld_hook) and Python stacks (python_stacks);
-  // syscalls when asked for.
+  // (api_uprobes), the dynamic linker's hook (rtld_hook), Python stacks (python_stacks) and
+  // launch timing (launch_timing: every launch timed, the default); syscalls when asked for.
   EXPECT_EQ(scalar(*f, "SELECT count(*) FROM probe_families WHERE state = 'on'"),
-            syscalls ? 10 : 9);
+            syscalls ? 11 : 10);
   EXPECT_EQ(scalar(*f,
                    "SELECT count(*) FROM probe_families WHERE family = 'api_uprobes' AND "
                    "detail LIKE 'uprobe_multi%'"),

@@ -27,8 +27,8 @@ struct TraceFlags {
   bool no_uprobe_multi = false;
   bool no_uprobe_session = false;
   bool full = false;
-  // Opt-in until explain's answers hold with it (issue 33: fault-churn's page_faults share moved
-  // 6 points): every launch is timed by default.
+  // Opt-in until the scenario suites are shown to give the same answers with it on an idle
+  // machine (issue 33): every launch is timed by default.
   uint32_t untimed_above = 0;
   bool no_python = false;
   bool no_sample_stacks = false;

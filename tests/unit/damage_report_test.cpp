@@ -120,7 +120,7 @@ TEST(ForeignWal, EveryReaderRefusesTheLogOfAnotherTrace) {
                              std::filesystem::copy_options::overwrite_existing);
   const std::string q = shell_quote(db);
   const std::string said = db + "-wal belongs to another trace (recorded on gpu-host-1 from ";
-  for (const std::string args :
+  for (const std::string& args :
        {"explain --db " + q, "query --db " + q + " 'SELECT count(*) FROM api_calls'",
         "audit --db " + q,
         "export --db " + q + " --format jsonl -o " + shell_quote(dir.file("o"))}) {

@@ -413,7 +413,7 @@ class ThreadBudgeter {
                  const IdSet& gpu_tids, const IdSet& user_comms, const CpuHolders& holders,
                  const std::unordered_map<uint32_t, IdleList>& shared_idle,
                  const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings,
-                 uint64_t small_copy_bytes)
+                 uint64_t small_copy_bytes, const PhaseMap& phases)
       : rows_(rows),
         holders_(holders),
         j_(j),
@@ -421,6 +421,7 @@ class ThreadBudgeter {
         gpu_tids_(gpu_tids),
         user_comms_(user_comms),
         shared_idle_(shared_idle),
+        phases_(phases),
         siblings_(siblings),
         small_copy_(small_copy_bytes),
         // Off-CPU rows say which syscall a sleep began in since ABI 3 (0: a hand-built trace).
@@ -451,6 +452,7 @@ class ThreadBudgeter {
       const int64_t s = std::max(p.s, t.first_ns), e = std::min(p.e, t.last_ns);
       if (e - s >= ThreadBudget::kLongIdleNs) b.long_idle.emplace_back(s, e);
     }
+    phase_idle(b, t, idle);
     sampled_kernel(b, t, off_rows, sys, idle);
     b.exact_holders = holders_.recorded();
     for (auto& v : b.by_task)
@@ -470,6 +472,31 @@ class ThreadBudgeter {
   }
 
  private:
+  // The span's part before and after its process's steady state, and its GPU-idle time there.
+  void phase_idle(ThreadBudget& b, const ThreadSummary& t, const std::vector<Piece>& idle) const {
+    b.steady_from = b.first_ns;
+    b.steady_to = b.last_ns;
+    const auto it = phases_.find(b.pid);
+    if (it == phases_.end()) return;
+    const ProcessPhases& p = it->second;
+    b.steady_rate = p.steady_rate;
+    if (p.start_up) b.steady_from = std::clamp(p.steady_from, b.first_ns, b.last_ns);
+    if (p.tail) b.steady_to = std::clamp(p.steady_to, b.steady_from, b.last_ns);
+    int64_t first_enqueue = b.steady_from;
+    for (size_t i = t.call_begin; i < t.call_end; ++i) {
+      if (j_.bits[i] & call_bits::kEnqueues) {
+        first_enqueue = std::min(first_enqueue, rows_.calls[i].ts);
+        break;
+      }
+    }
+    b.start_up_unqueued_ns = first_enqueue - b.first_ns;
+    for (const Piece& q : idle) {
+      b.start_up_idle_ns += overlap_ns(q.s, q.e, b.first_ns, b.steady_from);
+      b.start_up_unqueued_ns -= overlap_ns(q.s, q.e, b.first_ns, first_enqueue);
+      b.tail_idle_ns += overlap_ns(q.s, q.e, b.steady_to, b.last_ns);
+    }
+  }
+
   // The thread's GPU-idle stretches: its process's (process_idle) when it shares the queue with
   // other GPU threads, else its own, made into `own`.
   const IdleList& idle_of(const ThreadSummary& t, IdleList& own) const {
@@ -891,6 +918,7 @@ class ThreadBudgeter {
   const IdSet& gpu_tids_;
   const IdSet& user_comms_;  // strings.id of task names not the kernel's
   const std::unordered_map<uint32_t, IdleList>& shared_idle_;  // by pid (process_idle)
+  const PhaseMap& phases_;
   // By pid, the threads with CPU samples (any thread of a GPU process): who may hold its GIL.
   const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings_;
   uint64_t small_copy_;
@@ -1013,7 +1041,7 @@ bool is_kernel_task(std::string_view comm) {
 }
 
 std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& joins,
-                                          uint64_t small_copy_bytes) {
+                                          uint64_t small_copy_bytes, const PhaseMap& phases) {
   const SyscallKinds kinds = syscall_kinds(rows);
   const CpuHolders holders(rows);
   IdSet gpu_tids;
@@ -1046,7 +1074,7 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   const auto cost = [&](size_t k) { return joins.offcpu_work(joins.threads[k]); };
   parallel_for_largest_first(joins.threads.size(), cost, [&](size_t k) {
     ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle, siblings,
-                     small_copy_bytes);
+                     small_copy_bytes, phases);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

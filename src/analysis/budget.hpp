@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/joins.hpp"
+#include "analysis/phases.hpp"
 #include "analysis/rows.hpp"
 
 namespace gpuwhy::analysis {
@@ -78,6 +79,15 @@ struct ThreadBudget {
   // pauses (start-up, a checkpoint, an evaluation) rather than the gaps of every step.
   std::vector<std::pair<int64_t, int64_t>> long_idle;
   static constexpr int64_t kLongIdleNs = 1'000'000'000;
+  // Its process's steady state (phases.hpp) cut to the span, and the span's GPU-idle time before
+  // it (the start-up) and after it (the tail); the whole span and 0 when the process has none.
+  int64_t steady_from = 0, steady_to = 0;
+  int64_t start_up_idle_ns = 0, tail_idle_ns = 0;
+  // Of the start-up, the time before the thread queued any work (its first enqueue) that no
+  // bucket's idle part holds: the budget cannot know an empty queue before a drain empties it,
+  // but a process that started in the trace had queued nothing yet.
+  int64_t start_up_unqueued_ns = 0;
+  double steady_rate = 0;  // the process's enqueues per second in its steady state; 0: unknown
   // Page faults the thread took over its span, from its CPU samples' fault counters (ABI 9):
   // the last sample's count less the first's; -1 when not recorded.
   int64_t minor_faults = -1, major_faults = -1;
@@ -94,8 +104,10 @@ struct ThreadBudget {
 
 // Budgets of every thread in joins.threads, in the same order. `small_copy_bytes`: a copy below
 // it is a read-back (a sync), above it a transfer (Thresholds::small_copy_bytes).
+// `phases`: each process's start-up and tail (process_phases), none when left out.
 std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& joins,
-                                          uint64_t small_copy_bytes);
+                                          uint64_t small_copy_bytes,
+                                          const PhaseMap& phases = PhaseMap{});
 
 // A waker or CPU holder that is the kernel's own (idle task, kworker, softirq, interrupt thread):
 // not a program to blame or to renice.

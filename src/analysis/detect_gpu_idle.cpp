@@ -66,70 +66,96 @@ std::string fix_for(Bucket top, const std::string& syscall) {
   }
 }
 
-// A --from value for a time since the trace start: seconds, rounded up to a tenth.
+// A --from value for a time since the trace start: seconds, rounded up to a tenth (the report
+// then starts inside the steps); a --to value, rounded down.
 std::string from_arg(int64_t rel_ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", std::ceil(static_cast<double>(rel_ns) / 1e8) / 10);
   return buf;
 }
+std::string to_arg(int64_t rel_ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", std::floor(static_cast<double>(rel_ns) / 1e8) / 10);
+  return buf;
+}
 
-// The thread's start-up: its long GPU-idle stretches that begin in the first quarter of its span
-// (loading libraries, building the model, the first kernels' modules). A trace that launched the
-// program (`trace -- python train.py`) holds seconds of it before the first step.
-struct StartUp {
-  int64_t ns = 0;   // idle time in those stretches
-  int64_t end = 0;  // where the last of them ends: the steady state starts there
-};
-StartUp start_up(const ThreadBudget& b) {
-  StartUp su;
-  for (auto [s, e] : b.long_idle) {
-    if (s > b.first_ns + b.span_ns() / 4) break;
-    su.ns += e - s;
-    su.end = e;
-  }
-  return su;
+// What the process's steps run at, for the phases' evidence.
+std::string steady_rate_text(const ThreadBudget& b) {
+  return b.steady_rate > 0 ? " (its steps queue GPU work at " + fmt_rate(b.steady_rate) + ")"
+                           : std::string();
 }
 
 // What the chains of one thread took: the buckets they claim, and of the refill gap (all of it
 // GPU-idle time) how much hidden_sync drew, which is less than the bucket when the thread's
-// start-up is in it: the gaps after its syncs, not the seconds before the first step.
+// start-up or tail is in it: the gaps after its syncs, not the seconds before the first step.
 struct Claims {
   std::set<Bucket> buckets;
   int64_t refill_drawn = 0;
 };
 
-// The start-up phase of a thread traced from its program's start: its long GPU-idle stretches
-// early in the span (StartUp). Graded LOW at most: what a job does before its first step is
-// summarised, the steady state is what the report is about (--from skips the start-up).
-void start_up_chain(const Context& ctx, const ThreadSummary& t, const StartUp& su, int64_t lost,
+// The start-up phase of a process traced from its start (phases.hpp): the thread's GPU-idle time
+// before its process's steps begin. Graded LOW at most: what a job does before its first step is
+// summarised, the steady state is what the report is about (explain_steady.hpp).
+void start_up_chain(const Context& ctx, const ThreadSummary& t, const ThreadBudget& b, int64_t lost,
                     std::vector<Chain>& out) {
   Chain ch = ctx.thread_chain(t, "start_up", "GPU idle during start-up", lost);
   ch.cap = Severity::Low;
+  const int64_t at = ctx.rel(b.steady_from);
   ch.first_ns = ctx.rel(t.first_ns);
-  ch.last_ns = ctx.rel(su.end);
+  ch.last_ns = at;
   ch.summary = ctx.who(ch.thread) + " starts: the GPU has nothing of it to run for " +
-               fmt_duration(lost) + " before its steps begin at " + fmt_rel(ctx.rel(su.end));
-  ch.evidence.push_back(
-      {fmt_duration(su.ns) + " at start-up, before " + fmt_rel(ctx.rel(su.end)) +
-           " (GPU-idle stretches of a second or more early in its span: loading libraries, "
-           "building the model, the first kernels)",
-       ctx.rel(su.end)});
+               fmt_duration(lost) + " before its steps begin at " + fmt_rel(at);
+  ch.evidence.push_back({fmt_duration(b.start_up_idle_ns + b.start_up_unqueued_ns) +
+                             " at start-up, before " + fmt_rel(at) +
+                             ", where its GPU work reaches its steady rate" + steady_rate_text(b) +
+                             ": loading libraries and data, building the model, the first "
+                             "kernels",
+                         at});
   ch.fix =
       "this is the program starting (the trace began with it), shown apart from the steady "
       "state: explain the steady state alone with --from " +
-      from_arg(ctx.rel(su.end)) +
+      from_arg(at) +
       ", or trace the job once it runs (gpuwhy trace -p PID); if start-up itself is the "
       "problem, load data and compile kernels ahead (torch.compile cache, lazy loading "
       "off) and keep the process alive between jobs";
-  ch.metrics = {{"start_up_idle_ns", static_cast<double>(su.ns)},
-                {"steady_from_rel_ns", static_cast<double>(ctx.rel(su.end))}};
+  ch.metrics = {
+      {"start_up_idle_ns", static_cast<double>(b.start_up_idle_ns + b.start_up_unqueued_ns)},
+      {"steady_from_rel_ns", static_cast<double>(at)}};
+  out.push_back(std::move(ch));
+}
+
+// The tail of a process that exited in the trace: the thread's GPU-idle time after its
+// process's last step (saving a checkpoint, a final evaluation on the CPU, tearing down).
+// Summarised like the start-up.
+void tail_chain(const Context& ctx, const ThreadSummary& t, const ThreadBudget& b, int64_t lost,
+                std::vector<Chain>& out) {
+  Chain ch = ctx.thread_chain(t, "tail", "GPU idle after the last step", lost);
+  ch.cap = Severity::Low;
+  const int64_t at = ctx.rel(b.steady_to);
+  ch.first_ns = at;
+  ch.last_ns = ctx.rel(t.last_ns);
+  ch.summary = ctx.who(ch.thread) + " ends: the GPU has nothing of it to run for " +
+               fmt_duration(lost) + " after its steps end at " + fmt_rel(at);
+  ch.evidence.push_back({fmt_duration(b.tail_idle_ns) + " after " + fmt_rel(at) +
+                             ", where its GPU work falls from its steady rate" +
+                             steady_rate_text(b) + ", until its last GPU call at " +
+                             fmt_rel(ctx.rel(t.last_ns)) + "; the process exited in the trace",
+                         at});
+  ch.fix =
+      "this is the program ending (saving, evaluating, tearing down), shown apart from the "
+      "steady state: explain the steady state alone with --to " +
+      to_arg(at) +
+      "; if the tail itself is the problem, save checkpoints from a background thread "
+      "(asynchronous checkpointing) or less often, and evaluate on the GPU";
+  ch.metrics = {{"tail_idle_ns", static_cast<double>(b.tail_idle_ns)},
+                {"steady_to_rel_ns", static_cast<double>(at)}};
   out.push_back(std::move(ch));
 }
 
 void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims,
                 std::vector<Chain>& out) {
   const ThreadBudget& b = ctx.budget(t);
-  const StartUp su = start_up(b);
+  const int64_t phases_idle = b.start_up_idle_ns + b.tail_idle_ns;
   int64_t lost = 0;
   std::vector<std::pair<int64_t, Bucket>> parts;
   for (size_t k = 0; k < kBuckets; ++k) {
@@ -138,8 +164,9 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
     if (bk == Bucket::Delegated || b.idle_ns[k] <= 0) continue;
     int64_t left = b.idle_ns[k];
     if (bk == Bucket::RefillGap && claims.buckets.count(bk)) {
-      // hidden_sync draws on the gaps after its syncs; the start-up's seconds it leaves here.
-      left = std::min(left - claims.refill_drawn, su.ns);
+      // hidden_sync draws on the gaps after its syncs; the start-up's and the tail's seconds
+      // it leaves here.
+      left = std::min(left - claims.refill_drawn, phases_idle);
     } else if (claims.buckets.count(bk)) {
       continue;
     }
@@ -147,19 +174,22 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
     lost += left;
     parts.emplace_back(left, bk);
   }
+  // The start-up and the tail are phases of their own: their idle seconds become start_up and
+  // tail chains, ranked after the steady state's causes (rank_chains), and the gpu_idle chain
+  // keeps the steady state's.
+  const int64_t start_up_lost = std::min(b.start_up_idle_ns, lost);
+  if (start_up_lost + b.start_up_unqueued_ns > 0)
+    start_up_chain(ctx, t, b, start_up_lost + b.start_up_unqueued_ns, out);
+  lost -= start_up_lost;
+  const int64_t tail_lost = std::min(b.tail_idle_ns, lost);
+  if (tail_lost > 0) tail_chain(ctx, t, b, tail_lost, out);
+  lost -= tail_lost;
   if (lost <= 0) return;
   std::sort(parts.rbegin(), parts.rend());
   const Bucket top = parts.front().second;
   const auto& sys = b.by_syscall[static_cast<size_t>(top)];
   const std::string top_syscall =
       sys.empty() ? std::string("") : ctx.rows.syscall_name(sys[0].first);
-
-  // The start-up is its own phase: its idle seconds become a start_up chain, ranked after the
-  // steady state's causes (rank_chains), and the gpu_idle chain keeps the steady state's.
-  const int64_t start_up_lost = std::min(su.ns, lost);
-  if (start_up_lost > 0) start_up_chain(ctx, t, su, start_up_lost, out);
-  lost -= start_up_lost;
-  if (lost <= 0) return;
   Chain ch = ctx.thread_chain(
       t, "gpu_idle",
       top == Bucket::Sleep ? "GPU idle while the dispatch thread sleeps" : "GPU idle between steps",
@@ -189,15 +219,20 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
     }
     ch.evidence.push_back({"in syscalls: " + names});
   }
-  if (su.ns > 0) {
+  if (start_up_lost > 0) {
     ch.evidence.push_back({"besides " + fmt_duration(start_up_lost) + " at start-up, before " +
-                               fmt_rel(ctx.rel(su.end)) + " (the start_up finding)",
-                           ctx.rel(su.end)});
+                               fmt_rel(ctx.rel(b.steady_from)) + " (the start_up finding)",
+                           ctx.rel(b.steady_from)});
+  }
+  if (tail_lost > 0) {
+    ch.evidence.push_back({"besides " + fmt_duration(tail_lost) + " after the last step, from " +
+                               fmt_rel(ctx.rel(b.steady_to)) + " (the tail finding)",
+                           ctx.rel(b.steady_to)});
   }
   int64_t pauses = 0;
   size_t n_pauses = 0;
   for (auto [s, e] : b.long_idle) {
-    if (e <= su.end) continue;
+    if (e <= b.steady_from || s >= b.steady_to) continue;
     pauses += e - s;
     ++n_pauses;
   }
@@ -208,7 +243,8 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
   }
   ch.fix = fix_for(top, top_syscall.empty() ? "sleep" : top_syscall);
   ch.metrics = {{"gpu_idle_ns", static_cast<double>(b.idle_total())},
-                {"start_up_idle_ns", static_cast<double>(su.ns)},
+                {"start_up_idle_ns", static_cast<double>(b.start_up_idle_ns)},
+                {"tail_idle_ns", static_cast<double>(b.tail_idle_ns)},
                 {"unexplained_idle_ns", static_cast<double>(lost)},
                 {"sleep_idle_ns", static_cast<double>(b.idle(Bucket::Sleep))}};
   out.push_back(std::move(ch));
@@ -262,20 +298,22 @@ void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains) {
   // name: the one that syncs and refills, not a worker that waits for it (PyTorch's autograd
   // thread launches more kernels than the main thread but never drains the queue). A window of
   // a longer analysis names every thread: the merge keeps the one with the most in all.
-  std::map<uint32_t, Chain> best;
+  // So are its start-up and its tail (a chain each, of the thread with the most).
+  std::map<std::pair<uint32_t, std::string>, Chain> best;  // (pid, kind)
   for (const ThreadSummary& t : ctx.joins.threads) {
     if (t.span_ns() <= 0) continue;
     std::vector<Chain> one;
     one_thread(ctx, t, claimed[t.tid], one);
-    if (one.empty()) continue;
-    if (ctx.window_part) {
-      chains.push_back(std::move(one.front()));
-      continue;
+    for (Chain& c : one) {
+      if (ctx.window_part) {
+        chains.push_back(std::move(c));
+        continue;
+      }
+      auto [it, fresh] = best.try_emplace({t.pid, c.kind}, std::move(c));
+      if (!fresh && c.lost_ns > it->second.lost_ns) it->second = std::move(c);
     }
-    auto [it, fresh] = best.try_emplace(t.pid, std::move(one.front()));
-    if (!fresh && one.front().lost_ns > it->second.lost_ns) it->second = std::move(one.front());
   }
-  for (auto& [pid, ch] : best) chains.push_back(std::move(ch));
+  for (auto& [key, ch] : best) chains.push_back(std::move(ch));
 }
 
 }  // namespace gpuwhy::analysis

@@ -235,11 +235,12 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th, 
     c.severity = grade_chain(c, th, window_ns);
     kept.push_back(std::move(c));
   }
-  // The steady state's causes first, the start-up after them (it is summarised, not the story);
-  // then most time lost first; ties by kind then victim, so the order never depends on hash
-  // order.
+  // The steady state's causes first, the start-up and the tail after them (they are summarised,
+  // not the story); then most time lost first; ties by kind then victim, so the order never
+  // depends on hash order.
   std::stable_sort(kept.begin(), kept.end(), [](const Chain& a, const Chain& b) {
-    const bool sa = a.kind == "start_up", sb = b.kind == "start_up";
+    const bool sa = a.kind == "start_up" || a.kind == "tail";
+    const bool sb = b.kind == "start_up" || b.kind == "tail";
     if (sa != sb) return sb;
     if (a.lost_ns != b.lost_ns) return a.lost_ns > b.lost_ns;
     if (a.kind != b.kind) return a.kind < b.kind;
@@ -450,10 +451,14 @@ Report analyze_rows(TraceRows& rows, const Thresholds& th, bool part) {
   Report r;
   r.stats = compute_stats(rows, joins, th.rate_drop);
   timer.lap("stats");
-  const std::vector<ThreadBudget> budgets = compute_budgets(rows, joins, th.small_copy_bytes);
+  // Phases need a process's whole span: a window of a longer analysis has only part of it.
+  const PhaseMap phases = part ? PhaseMap{} : process_phases(rows, joins);
+  const std::vector<ThreadBudget> budgets =
+      compute_budgets(rows, joins, th.small_copy_bytes, phases);
   timer.lap("budgets");
   const Context ctx{rows, joins, r.stats, th, budgets, part};
   r.trace = trace_info(rows, joins);
+  r.phases.insert(phases.begin(), phases.end());
   r.caveats = caveats_for(rows);
   std::vector<Chain> found = run_detectors(ctx);
   // GPU-idle time is what is left of the budgets once every other chain has drawn its share.

@@ -10,11 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "analysis/chain.hpp"
 #include "analysis/detectors.hpp"
+#include "analysis/phases.hpp"
 #include "analysis/rows.hpp"
 #include "analysis/stats.hpp"
 #include "analysis/window.hpp"
@@ -68,6 +70,9 @@ struct Report {
   // then by span.
   std::vector<BudgetReport> budgets;
   Stats stats;
+  // Per GPU process (by pid), its start-up, steady state and tail (phases.hpp); none for the
+  // processes of a window of a longer analysis.
+  std::map<uint32_t, ProcessPhases> phases;
 };
 
 // Runs the joins, statistics and every registered detector; ranks and grades the chains.

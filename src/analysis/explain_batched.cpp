@@ -631,6 +631,7 @@ Report merge_reports(std::vector<Report> parts, const Thresholds& th) {
     std::move(p.chains.begin(), p.chains.end(), std::back_inserter(chains));
     std::move(p.budgets.begin(), p.budgets.end(), std::back_inserter(r.budgets));
     stats.push_back(std::move(p.stats));
+    r.phases.merge(p.phases);  // each batch holds other processes
   }
   r.chains = rank_chains(std::move(chains), th, r.trace.window.duration());
   sort_budgets(r.budgets);

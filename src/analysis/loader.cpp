@@ -257,10 +257,10 @@ Status load_lookups(sqlite3* db, TraceRows& rows) {
   st = each_row(db, "SELECT id, s FROM strings", "strings",
                 [&](Query& q) { rows.strings[static_cast<uint32_t>(q.i64(0))] = q.text(1); });
   if (!st) return st;
-  st = each_row(db, "SELECT pid, start_ns, comm, exe, cmdline FROM processes", "processes",
-                [&](Query& q) {
-                  rows.processes.push_back(
-                      {static_cast<uint32_t>(q.i64(0)), q.i64(1), q.text(2), q.text(3), q.text(4)});
+  st = each_row(db, "SELECT pid, start_ns, comm, exe, cmdline, coalesce(exit_ns, 0) FROM processes",
+                "processes", [&](Query& q) {
+                  rows.processes.push_back({static_cast<uint32_t>(q.i64(0)), q.i64(1), q.text(2),
+                                            q.text(3), q.text(4), q.i64(5)});
                 });
   if (!st) return st;
   // threads.cpus_allowed came with ABI 5: an older file's statement fails, and goes without.

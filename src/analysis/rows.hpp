@@ -224,6 +224,7 @@ struct ProcessRow {
   uint32_t pid = 0;
   int64_t start_ns = 0;
   std::string comm, exe, cmdline;
+  int64_t exit_ns = 0;  // 0: it outlived the trace (processes.exit_ns NULL)
 };
 
 struct ThreadRow {

@@ -210,6 +210,17 @@ json explain_json(const Report& r) {
                      {"covered_ns", s.covered_ns},
                      {"drop", std::move(drop)}});
   }
+  json phases = json::array();
+  for (const auto& [pid, p] : r.phases) {
+    phases.push_back({{"pid", pid},
+                      {"first_rel_ns", p.first_ns - origin},
+                      {"last_rel_ns", p.last_ns - origin},
+                      {"steady_from_rel_ns", p.steady_from - origin},
+                      {"steady_to_rel_ns", p.steady_to - origin},
+                      {"start_up", p.start_up},
+                      {"tail", p.tail},
+                      {"steady_enqueues_per_s", round4(p.steady_rate)}});
+  }
   return json{{"schema", "gpuwhy.explain/1"},
               {"verdict", r.verdict},
               {"clean", r.clean},
@@ -217,6 +228,7 @@ json explain_json(const Report& r) {
               {"caveats", std::move(caveats)},
               {"chains", std::move(chains)},
               {"budgets", budgets_json(r.budgets)},
+              {"phases", std::move(phases)},
               {"stats",
                {{"calls", r.stats.calls},
                 {"ops", ops_json(r.stats.ops)},

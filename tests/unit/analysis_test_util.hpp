@@ -42,6 +42,18 @@ class RowsBuilder {
     rows_.threads.push_back({pid, pid, std::move(comm)});
     return *this;
   }
+  // The process exited at `at_ms` (processes.exit_ns): in the window, so its end is the trace's.
+  RowsBuilder& exited(uint32_t pid, double at_ms) {
+    for (ProcessRow& p : rows_.processes)
+      if (p.pid == pid) p.exit_ns = at(at_ms);
+    return *this;
+  }
+  // The process was running before the window began (a trace attached to a running job).
+  RowsBuilder& started_before(uint32_t pid) {
+    for (ProcessRow& p : rows_.processes)
+      if (p.pid == pid) p.start_ns = kT0 - 60'000 * kMs;
+    return *this;
+  }
   RowsBuilder& thread(uint32_t pid, uint32_t tid, std::string comm) {
     rows_.threads.push_back({pid, tid, std::move(comm)});
     return *this;

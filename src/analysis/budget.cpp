@@ -224,7 +224,9 @@ bool not_ready_poll(const TraceRows& rows, const CallRow& c) {
 // The bucket a call's own time goes to, from its Joins::bits.
 Bucket call_bucket(const TraceRows& rows, uint8_t bits, const CallRow& c,
                    uint64_t small_copy_bytes) {
-  if (not_ready_poll(rows, c)) return Bucket::Polling;
+  // A poll queues, drains and moves nothing: its byte alone says when the row need not be read
+  // (a launch's never is).
+  if (bits == call_bits::kOuter && not_ready_poll(rows, c)) return Bucket::Polling;
   const uint64_t bytes = (bits & call_bits::kCopy) ? rows.ext(c).bytes : 0;
   return bucket_of(call_time(bits, bytes, small_copy_bytes));
 }

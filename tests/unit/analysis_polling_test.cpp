@@ -102,6 +102,32 @@ TEST(AnalysisPolling, ASpinOnAnEventIsPollingNotHostWork) {
   EXPECT_TRUE(listed);
 }
 
+// In a Python process the polls' own Python line is named, in the evidence and in the fix.
+TEST(AnalysisPolling, ASpinNamesItsPythonLine) {
+  RowsBuilder b;
+  b.process(kPid, "python3");
+  steps(b, [&](double t) { spin(b, t); });
+  TraceRows& rows = b.rows();
+  const uint16_t query = find_api("cudaEventQuery")->id;
+  for (CallRow& c : rows.calls) {
+    if (c.api != query) continue;
+    CallExt e = rows.ext(c);
+    e.pystack_id = 5;
+    rows.set_ext(c, e);
+  }
+  rows.python_sites = {{5, PySite{"/srv/engine.py", "Scheduler.wait_ready", 88,
+                                  "while not done.query(): self.poll_queues()"}}};
+  const Report r = analyze(b.build());
+  const Chain* c = find(r, "gpu_polling");
+  ASSERT_NE(c, nullptr);
+  const std::string line =
+      "engine.py:88 in Scheduler.wait_ready: while not done.query(): self.poll_queues()";
+  EXPECT_NE(c->fix.find("at " + line), std::string::npos) << c->fix;
+  bool named = false;
+  for (const Evidence& e : c->evidence) named |= e.text.find(line) != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 // Preempted between two polls, the thread lost its CPU to another process: that stays CPU
 // contention (runnable), only its time on the CPU is polling.
 TEST(AnalysisPolling, RunQueueWaitsBetweenPollsStayRunnable) {

@@ -822,7 +822,8 @@ class ThreadBudgeter {
       }
       const bool faulting = smp.kernel && smp.syscall < 0;
       if (!faulting && (smp.syscall < 0 || !lone_syscalls)) continue;
-      // Between two polls the time is polling (a spin loop's own syscalls, say sched_yield).
+      // Between two polls the time stays polling: the kernel working for the spin loop, or a
+      // syscall of its own (sched_yield), is part of the wait.
       if (cc.at(smp.ts) || oc.at(smp.ts) || sc.at(smp.ts) || pc.at(smp.ts)) continue;
       const bool gap = ic.at(smp.ts) != nullptr;
       const size_t from = static_cast<size_t>(gap ? Bucket::RefillGap : Bucket::HostWork);

@@ -27,7 +27,7 @@ CREATE TABLE apis (
   id        INTEGER PRIMARY KEY,
   name      TEXT NOT NULL,
   family    TEXT NOT NULL,   -- cudart | cuda | nccl | hip
-  category  TEXT NOT NULL    -- launch | copy | memset | alloc | free | sync | stream_wait | graph | collective | group | init
+  category  TEXT NOT NULL    -- launch | copy | memset | alloc | free | sync | stream_wait | graph | collective | group | init | device | poll | event_record
 );
 
 CREATE TABLE copy_kinds (id INTEGER PRIMARY KEY, name TEXT NOT NULL);

@@ -216,9 +216,17 @@ Bucket bucket_of(CallTime k) {
   return Bucket::ApiOverhead;
 }
 
+// A poll that found the work not done (rows.hpp, kNotReadyRet).
+bool not_ready_poll(const TraceRows& rows, const CallRow& c) {
+  return c.cat == Category::Poll && c.ext != kNoExt && rows.ext(c).ret == kNotReadyRet;
+}
+
 // The bucket a call's own time goes to, from its Joins::bits.
 Bucket call_bucket(const TraceRows& rows, uint8_t bits, const CallRow& c,
                    uint64_t small_copy_bytes) {
+  // A poll queues, drains and moves nothing: its byte alone says when the row need not be read
+  // (a launch's never is).
+  if (bits == call_bits::kOuter && not_ready_poll(rows, c)) return Bucket::Polling;
   const uint64_t bytes = (bits & call_bits::kCopy) ? rows.ext(c).bytes : 0;
   return bucket_of(call_time(bits, bytes, small_copy_bytes));
 }
@@ -445,6 +453,7 @@ class ThreadBudgeter {
     IdleList own_idle;
     const IdleList& idle_list = idle_of(t, own_idle);
     const std::vector<Piece>& idle = idle_list.pieces;
+    polling_pieces(t);
     on_cpu_split(b, t, idle_list);
     off_cpu_split(b, t, off_rows, sys, rec, idle);
     gil_holders(b);
@@ -468,6 +477,8 @@ class ThreadBudgeter {
       syscalls_[k].clear();
     }
     for (auto& tally : tallies_) tally = TaskTally{};
+    poll_gaps_.clear();
+    poll_own_ns_ = 0;
     return b;
   }
 
@@ -505,6 +516,36 @@ class ThreadBudgeter {
     return own;
   }
 
+  // Does the thread make polls at all? Its calls counted by API say, without reading the calls.
+  bool polls(const ThreadSummary& t) const {
+    const size_t k = static_cast<size_t>(&t - j_.threads.data());
+    if (k >= j_.op_counts.size()) return false;
+    for (const OpCount& op : j_.op_counts[k])
+      if (rows_.api(op.api).cat == Category::Poll) return true;
+    return false;
+  }
+
+  // The thread's polling (Bucket::Polling): the own time of its outermost polls that returned
+  // not ready (which compute_joins summed as API overhead), and the gaps from the end of such a
+  // poll to the start of its next outermost call when that is a poll too: the loop between two
+  // polls, spinning on the CPU for the GPU. Only a thread that polls walks its calls.
+  void polling_pieces(const ThreadSummary& t) {
+    poll_gaps_.clear();
+    poll_own_ns_ = 0;
+    if (!polls(t)) return;
+    OuterCalls calls(rows_, j_, t);
+    bool after_not_ready = false;
+    int64_t prev_end = 0;
+    for (OuterCalls::Piece p; calls.next(p);) {
+      const CallRow& c = rows_.calls[p.idx];
+      if (c.cat == Category::Poll && after_not_ready && p.s > prev_end)
+        poll_gaps_.push_back({prev_end, p.s, p.idx});
+      after_not_ready = not_ready_poll(rows_, c);
+      if (after_not_ready) poll_own_ns_ += p.e - p.s;
+      prev_end = p.e;
+    }
+  }
+
   // The span as if the thread never left the CPU: its calls' own time to their buckets (summed
   // by compute_joins), the rest to host work, or to refill gap while its GPU queue was empty;
   // and each bucket's GPU-idle part. Only the calls inside GPU-idle stretches are read here
@@ -515,8 +556,14 @@ class ThreadBudgeter {
       b.ns[static_cast<size_t>(bucket_of(static_cast<CallTime>(k)))] += t.own_ns[k];
       in_calls += t.own_ns[k];
     }
-    int64_t refill = 0;
+    // The not-ready polls' own time was summed as API overhead.
+    b.ns[static_cast<size_t>(Bucket::ApiOverhead)] -= poll_own_ns_;
+    b.ns[static_cast<size_t>(Bucket::Polling)] += poll_own_ns_;
+    int64_t gaps = 0;
+    for (const Piece& g : poll_gaps_) gaps += g.e - g.s;
+    int64_t refill = 0, gap_idle = 0;
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
+    Cursor pc(poll_gaps_);
     const size_t me = idle.thread_of(t.tid);
     for (size_t i = 0; i < idle.pieces.size(); ++i) {
       const Piece& p = idle.pieces[i];
@@ -524,9 +571,12 @@ class ThreadBudgeter {
       const int64_t to = std::min(p.e, t.last_ns);
       for (int64_t at = std::max(p.s, t.first_ns); at < to;) {
         cc.seek(at);
-        const int64_t next = std::min(cc.bound(), to);
+        pc.seek(at);
+        const int64_t next = std::min({cc.bound(), pc.bound(), to});
         if (cc.cur()) {
           b.idle_ns[static_cast<size_t>(cc.cur()->call)] += next - at;
+        } else if (pc.cur()) {
+          gap_idle += next - at;
         } else {
           refill += next - at;
         }
@@ -535,7 +585,9 @@ class ThreadBudgeter {
     }
     b.ns[static_cast<size_t>(Bucket::RefillGap)] += refill;
     b.idle_ns[static_cast<size_t>(Bucket::RefillGap)] += refill;
-    b.ns[static_cast<size_t>(Bucket::HostWork)] += t.span_ns() - in_calls - refill;
+    b.ns[static_cast<size_t>(Bucket::Polling)] += gaps;
+    b.idle_ns[static_cast<size_t>(Bucket::Polling)] += gap_idle;
+    b.ns[static_cast<size_t>(Bucket::HostWork)] += t.span_ns() - in_calls - refill - gaps;
   }
 
   // Where the thread was off the CPU, in a slow syscall or in reclaim, classify() decides, and
@@ -545,7 +597,7 @@ class ThreadBudgeter {
                      const std::vector<Piece>& sys, const std::vector<Piece>& rec,
                      const std::vector<Piece>& idle) {
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
-    Cursor ic(idle);
+    Cursor ic(idle), pc(poll_gaps_);
     OffSource off(rows_, off_rows, t.first_ns, t.last_ns);
     uint32_t last_off = UINT32_MAX;
     if (sys.empty() && rec.empty()) {
@@ -553,7 +605,7 @@ class ThreadBudgeter {
       // pieces directly, each cut only by its calls and GPU-idle stretches.
       for (Piece o; off.next(o);) {
         for (int64_t at = o.s; at < o.e;)
-          at = split_at(b, at, o.e, &o, nullptr, nullptr, cc, ic, last_off);
+          at = split_at(b, at, o.e, &o, nullptr, nullptr, cc, ic, pc, last_off);
       }
     } else {
       Walker<OffSource> oc(std::move(off));
@@ -568,7 +620,7 @@ class ThreadBudgeter {
           at = other;
           continue;
         }
-        at = split_at(b, at, other, oc.cur(), sc.cur(), rc.cur(), cc, ic, last_off);
+        at = split_at(b, at, other, oc.cur(), sc.cur(), rc.cur(), cc, ic, pc, last_off);
       }
     }
     if (wait_.piece.e > wait_.piece.s) exact_holders(b, wait_);
@@ -579,14 +631,15 @@ class ThreadBudgeter {
   // stretches or `other` (the next off-CPU, syscall or reclaim boundary), classified and moved
   // out of the bucket on_cpu_split() gave it. Returns where it stopped.
   int64_t split_at(ThreadBudget& b, int64_t at, int64_t other, const Piece* o, const Piece* sys,
-                   const Piece* rec, CallCursor& cc, Cursor& ic, uint32_t& last_off) {
+                   const Piece* rec, CallCursor& cc, Cursor& ic, Cursor& pc, uint32_t& last_off) {
     // Off the CPU where no call of the thread reaches (most of a busy thread's off-CPU time
     // is between its calls: compute_joins marked those rows), the calls need not be sought.
     const bool calls_here = !o || j_.offcpu_meets_call[o->idx] || sys || rec;
     if (calls_here) cc.seek(at);
     const Piece* call = calls_here ? cc.cur() : nullptr;
     ic.seek(at);
-    const int64_t to = std::min(std::min(calls_here ? cc.bound() : kNever, ic.bound()), other);
+    pc.seek(at);
+    const int64_t to = std::min({calls_here ? cc.bound() : kNever, ic.bound(), pc.bound(), other});
     const int64_t ns = to - at;
     const bool fresh = o && o->idx != last_off;
     if (o) last_off = o->idx;
@@ -602,8 +655,13 @@ class ThreadBudgeter {
       }
       if (gap && waiting) wait_.idle_ns += ns;
     }
-    const Bucket counted = call ? call->call : gap ? Bucket::RefillGap : Bucket::HostWork;
-    const Bucket bk = classify(b, call, o, sys, rec, ns, fresh, gap);
+    // Between two polls (polling_pieces): on_cpu_split() counted it as polling.
+    const bool polling = !call && pc.cur() != nullptr;
+    const Bucket counted = call      ? call->call
+                           : polling ? Bucket::Polling
+                           : gap     ? Bucket::RefillGap
+                                     : Bucket::HostWork;
+    const Bucket bk = classify(b, call, o, sys, rec, ns, fresh, gap, polling);
     if (bk != counted) {
       b.ns[static_cast<size_t>(counted)] -= ns;
       b.ns[static_cast<size_t>(bk)] += ns;
@@ -699,8 +757,9 @@ class ThreadBudgeter {
   // The precedence, decided once: off the CPU beats everything (runnable, then asleep by what
   // it slept in and who woke it); on the CPU, reclaim, then a slow syscall outside GPU calls,
   // then the GPU call it is in, then its own host work.
+  // `polling`: on the CPU between two polls (polling_pieces), which is waiting for the GPU.
   Bucket classify(ThreadBudget& b, const Piece* call, const Piece* off, const Piece* sys,
-                  const Piece* rec, int64_t ns, bool fresh, bool idle) {
+                  const Piece* rec, int64_t ns, bool fresh, bool idle, bool polling) {
     if (off && off->runnable) return runnable(b, rows_.offcpu[off->idx], ns, fresh);
     if (off) {
       const OffCpuRow& o = rows_.offcpu[off->idx];
@@ -759,6 +818,7 @@ class ThreadBudgeter {
       return bk;
     }
     if (call) return call->call;
+    if (polling) return Bucket::Polling;
     return idle ? Bucket::RefillGap : Bucket::HostWork;
   }
 
@@ -775,7 +835,7 @@ class ThreadBudgeter {
     CallCursor cc(CallSource(rows_, j_, t, small_copy_));
     Cursor ic(idle);
     OffCursor oc(OffSource(rows_, off_rows, t.first_ns, t.last_ns));
-    Cursor sc(sys);
+    Cursor sc(sys), pc(poll_gaps_);
     const CpuSampleRow* first_faults = nullptr;
     const CpuSampleRow* last_faults = nullptr;
     std::unordered_map<int32_t, int64_t> sites;
@@ -789,7 +849,9 @@ class ThreadBudgeter {
       }
       const bool faulting = smp.kernel && smp.syscall < 0;
       if (!faulting && (smp.syscall < 0 || !lone_syscalls)) continue;
-      if (cc.at(smp.ts) || oc.at(smp.ts) || sc.at(smp.ts)) continue;
+      // Between two polls the time stays polling: the kernel working for the spin loop, or a
+      // syscall of its own (sched_yield), is part of the wait.
+      if (cc.at(smp.ts) || oc.at(smp.ts) || sc.at(smp.ts) || pc.at(smp.ts)) continue;
       const bool gap = ic.at(smp.ts) != nullptr;
       const size_t from = static_cast<size_t>(gap ? Bucket::RefillGap : Bucket::HostWork);
       Bucket to = Bucket::KernelWork;
@@ -930,6 +992,8 @@ class ThreadBudgeter {
   std::array<std::unordered_map<uint32_t, int64_t>, kBuckets> syscalls_;
   std::unordered_map<uint16_t, std::tuple<uint32_t, uint32_t, uint32_t>> guess_;
   std::vector<std::pair<uint32_t, int64_t>> gil_timed_out_;  // (offcpu row, ns) to name
+  std::vector<Piece> poll_gaps_;  // polling_pieces(): between a not-ready poll and the next poll
+  int64_t poll_own_ns_ = 0;       // polling_pieces(): the not-ready polls' own time
 };
 
 }  // namespace
@@ -974,6 +1038,8 @@ std::string_view bucket_name(Bucket b) {
       return "kernel_work";
     case Bucket::Gil:
       return "gil";
+    case Bucket::Polling:
+      return "polling";
     case Bucket::kCount:
       break;
   }
@@ -1020,6 +1086,8 @@ std::string_view bucket_label(Bucket b) {
       return "the kernel working for it (page faults, interrupts)";
     case Bucket::Gil:
       return "waiting for the Python GIL held by another thread";
+    case Bucket::Polling:
+      return "polling for GPU work (not-ready event / stream queries in a loop)";
     case Bucket::kCount:
       break;
   }

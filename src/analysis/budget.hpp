@@ -53,6 +53,10 @@ enum class Bucket : uint8_t {
   // thread of the process held the interpreter. Who: the waker that handed it over, or for a
   // wait that timed out the sibling threads the CPU samples found running meanwhile
   Gil,
+  // Polling for GPU work: inside a poll (cudaEventQuery, cudaStreamQuery, …) that returned not
+  // ready, and on the CPU between such a poll and the thread's next call when that is a poll too
+  // (a spin loop). Waiting for the GPU while on the CPU: not its own host work
+  Polling,
   kCount
 };
 inline constexpr size_t kBuckets = static_cast<size_t>(Bucket::kCount);

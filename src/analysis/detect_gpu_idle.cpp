@@ -27,6 +27,7 @@ constexpr Bucket kReclaim[] = {Bucket::Reclaim};
 constexpr Bucket kThrottled[] = {Bucket::Throttled};
 constexpr Bucket kKernelWork[] = {Bucket::KernelWork};
 constexpr Bucket kGil[] = {Bucket::Gil};
+constexpr Bucket kPolling[] = {Bucket::Polling};
 
 std::string fix_for(Bucket top, const std::string& syscall) {
   switch (top) {
@@ -263,6 +264,7 @@ std::span<const Bucket> claimed_buckets(std::string_view kind) {
   if (kind == "cpu_quota") return kThrottled;
   if (kind == "page_faults") return kKernelWork;
   if (kind == "gil_contention") return kGil;
+  if (kind == "gpu_polling") return kPolling;
   return {};
 }
 

@@ -29,6 +29,8 @@ constexpr Detector kDetectors[] = {
     {"tcp_retransmits", "TCP retransmits during collectives", detect_tcp_retrans},
     {"nccl_straggler", "one rank arrives last at collectives; the others wait for it",
      detect_nccl_straggler},
+    {"gpu_polling", "a thread spinning on cudaEventQuery / cudaStreamQuery until the GPU is done",
+     detect_polling},
 };
 
 }  // namespace

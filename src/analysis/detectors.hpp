@@ -103,6 +103,7 @@ void detect_page_faults(const Context& ctx, std::vector<Chain>& out);
 void detect_gil(const Context& ctx, std::vector<Chain>& out);
 void detect_tcp_retrans(const Context& ctx, std::vector<Chain>& out);
 void detect_nccl_straggler(const Context& ctx, std::vector<Chain>& out);
+void detect_polling(const Context& ctx, std::vector<Chain>& out);
 // Runs after the others, on what they found: GPU-idle time of each dispatch thread that no chain
 // of that thread claims (claimed_buckets) becomes a gpu_idle chain.
 void detect_gpu_idle(const Context& ctx, std::vector<Chain>& chains);

@@ -428,7 +428,7 @@ Joins compute_joins(const TraceRows& rows, uint64_t small_copy_bytes) {
       op.imputed += c.dir == kDurationImputed;
       if (c.ext != kNoExt) {
         const CallExt& e = rows.ext(c);
-        op.errors += e.ret != 0;
+        op.errors += e.ret != 0 && !(c.cat == Category::Poll && e.ret == kNotReadyRet);
         op.bytes += e.bytes;
       }
       if (inside) continue;  // nested (bits 0): the outer call queued or drained this work

@@ -48,6 +48,11 @@ inline constexpr Category kUnknownCategory = static_cast<Category>(0);
 
 // What only some calls carry: sizes, the memory they touch, a failure. Kept aside (TraceRows::
 // call_ext) so that the ten million launches of a long trace do not each carry 28 empty bytes.
+// What a poll (cudaEventQuery, cudaStreamQuery, their driver and HIP twins) returns while the
+// work it asks about is not done: cudaErrorNotReady, CUDA_ERROR_NOT_READY and hipErrorNotReady
+// are all 600. Progress, not a failure.
+inline constexpr int32_t kNotReadyRet = 600;
+
 struct CallExt {
   uint64_t bytes = 0;  // copy/memset/alloc size, collective payload; 0 when NULL
   // Kept for memory operations only (copy/memset dst, allocated/freed pointer): a launch's kernel

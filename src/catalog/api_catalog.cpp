@@ -112,6 +112,14 @@ constexpr ArgSource D(uint8_t reg, uint16_t off) { return {GW_ARG_DEREF, reg, of
   {                                       \
     {F::Stream, R(0)}, { F::Event, R(1) } \
   }
+#define RECORD_EVENT                      \
+  {                                       \
+    {F::Event, R(0)}, { F::Stream, R(1) } \
+  }
+#define COMM          \
+  {                   \
+    { F::Comm, R(0) } \
+  }
 #define GRAPH                                 \
   {                                           \
     {F::GraphExec, R(0)}, { F::Stream, R(1) } \
@@ -206,6 +214,15 @@ const ApiInfo kCatalog[] = {
      C::Alloc,
      {{F::Bytes, R(1)}, {F::Stream, R(3)}},
      0},
+    // Polling: cudaErrorNotReady (600) until the event / the stream's work completes. PyTorch's
+    // caching allocator and NCCL watchdog, inference engines' schedulers call these in loops.
+    {35, "cudaEventQuery", Fam::Cudart, C::Poll, ON_EVENT},
+    {36, "cudaStreamQuery", Fam::Cudart, C::Poll, ON_STREAM},
+    {37, "cudaStreamQuery_ptsz", Fam::Cudart, C::Poll, ON_STREAM},
+    {38, "cudaEventRecord", Fam::Cudart, C::EventRecord, RECORD_EVENT},
+    {39, "cudaEventRecord_ptsz", Fam::Cudart, C::EventRecord, RECORD_EVENT},
+    {40, "cudaEventRecordWithFlags", Fam::Cudart, C::EventRecord, RECORD_EVENT},
+    {41, "cudaEventRecordWithFlags_ptsz", Fam::Cudart, C::EventRecord, RECORD_EVENT},
 
     // CUDA driver (libcuda)
     {100, "cuLaunchKernel", Fam::CudaDriver, C::Launch, DRV_LAUNCH},
@@ -242,6 +259,14 @@ const ApiInfo kCatalog[] = {
     {145, "cuGraphLaunch_ptsz", Fam::CudaDriver, C::Graph, GRAPH},
     {146, "cuMemAllocAsync", Fam::CudaDriver, C::Alloc, ALLOC_ASYNC, 0},
     {147, "cuMemFreeAsync", Fam::CudaDriver, C::Free, FREE_ASYNC},
+    // Polling: CUDA_ERROR_NOT_READY (600) until done.
+    {148, "cuEventQuery", Fam::CudaDriver, C::Poll, ON_EVENT},
+    {149, "cuStreamQuery", Fam::CudaDriver, C::Poll, ON_STREAM},
+    {150, "cuStreamQuery_ptsz", Fam::CudaDriver, C::Poll, ON_STREAM},
+    {151, "cuEventRecord", Fam::CudaDriver, C::EventRecord, RECORD_EVENT},
+    {152, "cuEventRecord_ptsz", Fam::CudaDriver, C::EventRecord, RECORD_EVENT},
+    {153, "cuEventRecordWithFlags", Fam::CudaDriver, C::EventRecord, RECORD_EVENT},
+    {154, "cuEventRecordWithFlags_ptsz", Fam::CudaDriver, C::EventRecord, RECORD_EVENT},
 
     // NCCL (libnccl)
     {200, "ncclAllReduce", Fam::Nccl, C::Collective, NCCL_REDUCE_ALL},
@@ -255,6 +280,9 @@ const ApiInfo kCatalog[] = {
     {208, "ncclGroupEnd", Fam::Nccl, C::Group, NONE},
     {209, "ncclCommInitRank", Fam::Nccl, C::Init, NCCL_INIT, 0},
     {210, "ncclCommInitRankConfig", Fam::Nccl, C::Init, NCCL_INIT, 0},
+    // The watchdog's poll of a communicator. It returns ncclSuccess; the error (ncclInProgress
+    // while a non-blocking operation runs) is behind its second argument, not read.
+    {211, "ncclCommGetAsyncError", Fam::Nccl, C::Poll, COMM},
 
     // HIP (libamdhip64)
     {300, "hipLaunchKernel", Fam::Hip, C::Launch, RT_LAUNCH},
@@ -279,6 +307,10 @@ const ApiInfo kCatalog[] = {
     {319, "hipSetDevice", Fam::Hip, C::Device, SET_DEVICE},
     {320, "hipMallocAsync", Fam::Hip, C::Alloc, ALLOC_ASYNC, 0},
     {321, "hipFreeAsync", Fam::Hip, C::Free, FREE_ASYNC},
+    // Polling: hipErrorNotReady (600) until done.
+    {322, "hipEventQuery", Fam::Hip, C::Poll, ON_EVENT},
+    {323, "hipStreamQuery", Fam::Hip, C::Poll, ON_STREAM},
+    {324, "hipEventRecord", Fam::Hip, C::EventRecord, RECORD_EVENT},
 };
 
 #undef RT_LAUNCH
@@ -299,6 +331,8 @@ const ApiInfo kCatalog[] = {
 #undef NONE
 #undef ON_EVENT
 #undef WAIT_EVENT
+#undef RECORD_EVENT
+#undef COMM
 #undef GRAPH
 #undef NCCL_REDUCE_ALL
 #undef NCCL_BCAST
@@ -342,10 +376,11 @@ std::string_view family_name(Family f) {
 }
 
 std::span<const Category> all_categories() {
-  static constexpr Category kAll[] = {Category::Launch,     Category::Copy,  Category::Memset,
-                                      Category::Alloc,      Category::Free,  Category::Sync,
-                                      Category::StreamWait, Category::Graph, Category::Collective,
-                                      Category::Group,      Category::Init,  Category::Device};
+  static constexpr Category kAll[] = {
+      Category::Launch,     Category::Copy,       Category::Memset,     Category::Alloc,
+      Category::Free,       Category::Sync,       Category::StreamWait, Category::Graph,
+      Category::Collective, Category::Group,      Category::Init,       Category::Device,
+      Category::Poll,       Category::EventRecord};
   return kAll;
 }
 
@@ -381,6 +416,10 @@ std::string_view category_name(Category c) {
       return "init";
     case Category::Device:
       return "device";
+    case Category::Poll:
+      return "poll";
+    case Category::EventRecord:
+      return "event_record";
   }
   return "?";
 }

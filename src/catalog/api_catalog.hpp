@@ -30,6 +30,10 @@ enum class Category : uint8_t {
   Group = 10,      // NCCL group start/end
   Init = 11,       // communicator set-up
   Device = 12,     // selects the calling thread's current device (cudaSetDevice, hipSetDevice)
+  // Asks without blocking whether GPU work is done (cudaEventQuery, cudaStreamQuery): "not ready"
+  // (600 in CUDA, the driver and HIP alike) while it is not. Called in a loop, a wait on the CPU.
+  Poll = 13,
+  EventRecord = 14,  // marks a point in a stream that an event completes at (cudaEventRecord)
 };
 
 // What one captured argument word means. The decoder folds these into an ApiCallFields.

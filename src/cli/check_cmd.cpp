@@ -183,6 +183,16 @@ void print_text(const CheckReport& r) {
       ids.push_back({c.file.build_id.empty() ? "(none)" : c.file.build_id, c.file.path});
     }
     print_table(ids, "    ");
+    // Which probed functions each library lacks, by name: a runtime too old for some of them
+    // traces without those calls (an older libcudart has no cudaEventRecordWithFlags).
+    std::printf("  probed functions not exported:\n");
+    std::vector<std::vector<std::string>> missing;
+    for (const auto& c : f.libraries) {
+      if (c.error.empty())
+        missing.push_back(
+            {c.file.path, c.missing.empty() ? "none (all found)" : join(c.missing, ", ")});
+    }
+    print_table(missing, "    ");
   }
 
   std::printf("\nProcesses using them (%zu of %zu scanned)\n", f.processes.size(),
@@ -253,6 +263,7 @@ json to_json(const CheckReport& r) {
                     {"pids", c.pids},
                     {"exported", c.exported},
                     {"catalogued", c.catalogued},
+                    {"missing", c.missing},
                     {"entry_probes_shifted", c.shifted},
                     {"error", c.error.empty() ? json(nullptr) : json(c.error)}});
   }

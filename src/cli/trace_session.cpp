@@ -819,7 +819,8 @@ int TraceSession::run() {
       return fail(s.error().line());
     // Launches and the like return at once; the other categories' durations are what explain
     // measures host waits, copies and collectives with.
-    if (c != Category::Launch && c != Category::Graph && c != Category::StreamWait)
+    if (c != Category::Launch && c != Category::Graph && c != Category::StreamWait &&
+        c != Category::EventRecord)
       spdlog::warn(
           "--entry-only {}: these calls will have no durations; explain cannot tell how "
           "long the host waited in them",

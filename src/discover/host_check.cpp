@@ -74,6 +74,12 @@ void measure_probe_sites(LibraryCheck& c) {
   }
   c.exported = sites->size();
   for (const ProbeSite& s : *sites) c.shifted += s.skipped_bytes > 0;
+  for (const ApiInfo& api : api_catalog()) {
+    if (api.family != c.file.family) continue;
+    const bool found = std::any_of(sites->begin(), sites->end(),
+                                   [&](const ProbeSite& s) { return s.api == &api; });
+    if (!found) c.missing.emplace_back(api.name);
+  }
 }
 
 void scan_processes(HostFacts& f, std::map<std::pair<uint64_t, uint64_t>, size_t>& index) {

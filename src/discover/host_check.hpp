@@ -39,6 +39,9 @@ struct LibraryCheck {
   std::vector<uint32_t> pids;  // running processes that map it
   size_t exported = 0;         // catalogue functions of its family that it exports
   size_t catalogued = 0;       // catalogue functions of its family
+  // The catalogue functions of its family it does not export, in catalogue order: what tracing
+  // this library will not see (an older runtime without cudaEventRecordWithFlags, a stub).
+  std::vector<std::string> missing;
   size_t shifted = 0;          // entry probes placed past an endbr64
   std::string error;           // why its probe sites could not be resolved, if they could not
 };

@@ -197,6 +197,38 @@ void check_autograd_handoff(const TracedRun& r) {
   EXPECT_TRUE(Near(idle, w["gpu_idle_share"].get<double>(), 0.08));
 }
 
+// 7. The trainer spins on cudaEventQuery until its step's event is done (issue 36): the spin is
+// polling for GPU work in its budget, within 5 points of the time the workload measured itself
+// on a CPU in it, and the gpu_polling chain names the API and draws that same time; it is not
+// the thread's own host work (at most the bookkeeping the workload does after each wait) nor CPU
+// contention.
+void check_event_poll(const TracedRun& r) {
+  const json& w = r.summary;
+  const int64_t tid = trainer_tid(w);
+  ASSERT_GT(w["not_ready_polls"].get<int64_t>(), 0) << "the workload never polled in vain";
+  const double truth = w["poll_share"].get<double>();
+  EXPECT_TRUE(Near(bucket_share(r.report, tid, "polling"), truth, 0.05));
+  const std::vector<json> polling = chains_of(r.report, tid, "gpu_polling");
+  ASSERT_FALSE(polling.empty()) << "no gpu_polling chain for the trainer";
+  const json& c = polling[0];
+  EXPECT_TRUE(Near(c["share"].get<double>(), truth, 0.05));
+  EXPECT_NE(c["summary"].get<std::string>().find("cudaEventQuery"), std::string::npos)
+      << c["summary"];
+  EXPECT_NE(c["fix"].get<std::string>().find("cudaEventSynchronize"), std::string::npos)
+      << c["fix"];
+  // Host work is at most the time it spent on a CPU outside its waits (its bookkeeping, its GPU
+  // calls): the span less the waits' wall time and the run-queue wait outside them, + 5 points.
+  const double span = w["span_ns"].get<double>();
+  const double outside_waits = (span - w["sync_blocked_ns"].get<double>() -
+                                (w["runq_ns"].get<double>() - w["wait_runq_ns"].get<double>())) /
+                               span;
+  EXPECT_LE(bucket_share(r.report, tid, "host_work"), outside_waits + 0.05);
+  // CPU contention is at most the run-queue wait the kernel counted (schedstat, the whole span).
+  for (const json& x : chains_of(r.report, tid, "cpu_contention"))
+    EXPECT_LE(x["share"].get<double>(), w["runq_ns"].get<double>() / span + 0.05)
+        << "the spin's own CPU time as contention: " << x.dump();
+}
+
 // Every GPU thread's chains draw on disjoint parts of its time: together at most its span.
 void check_budget_adds_up(const json& report) {
   std::map<int64_t, double> sum;
@@ -379,8 +411,40 @@ INSTANTIATE_TEST_SUITE_P(
                        "autograd-handoff",
                        {},
                        {"hidden_sync", "gpu_idle"},
-                       check_autograd_handoff}),
+                       check_autograd_handoff},
+        BudgetScenario{"event_poll", "event-poll", {}, {"gpu_polling"}, check_event_poll}),
     [](const ::testing::TestParamInfo<BudgetScenario>& info) { return info.param.name; });
+
+// The same steps waiting for their event in cudaEventSynchronize instead of spinning: the wait is
+// the GPU's (gpu_wait), not polling, and no gpu_polling chain, in every run.
+class BlockingEventWait : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = root_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_F(BlockingEventWait, IsNoPolling) {
+  for (int i = 0; i < kRuns; ++i) {
+    SCOPED_TRACE("run " + std::to_string(i + 1) + " of " + std::to_string(kRuns));
+    TempDir dir;
+    TracedScenario t;
+    ASSERT_NO_FATAL_FAILURE(trace_scenario(dir, "event-poll", {"--wait", "sync"}, {}, t));
+    const std::vector<json> lines = summaries_of(t.workload.out);
+    ASSERT_FALSE(lines.empty()) << t.workload.out;
+    const json& w = lines.back();
+    const int64_t tid = trainer_tid(w);
+    SCOPED_TRACE("explain said:\n" + run({gpuwhy_binary(), "explain", "--db", t.db}).out);
+    EXPECT_EQ(w["not_ready_polls"].get<int64_t>(), 0);
+    // It did wait: the GPU's steps are most of its span.
+    EXPECT_GT(w["blocked_share"].get<double>(), 0.5) << w.dump();
+    EXPECT_TRUE(
+        Near(bucket_share(t.report, tid, "gpu_wait"), w["blocked_share"].get<double>(), 0.05));
+    EXPECT_EQ(bucket_share(t.report, tid, "polling"), 0.0);
+    for (const json& c : chains_of_kind(t.report, "gpu_polling"))
+      ADD_FAILURE() << "a blocking wait reported as polling: " << c.dump();
+  }
+}
 
 }  // namespace
 }  // namespace gpuwhy::testing

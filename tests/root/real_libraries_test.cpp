@@ -70,6 +70,8 @@ Expected expected_for(const ApiInfo& api, const json& args) {
     if (api.fixed_dir) e.op = static_cast<int64_t>(*api.fixed_dir);
   }
   if (api.category == Category::Device) e.addr = pick(a, {"device", "deviceId"});
+  if (api.category == Category::Poll || api.category == Category::EventRecord)
+    e.addr = pick(a, {"event", "hEvent", "comm"});
   if (api.category == Category::Collective) {
     auto count = pick(a, {"count", "sendcount", "recvcount"});
     auto dtype = pick(a, {"datatype"});
@@ -164,7 +166,7 @@ class RealLibraries : public ::testing::Test {
         EXPECT_EQ(std::stoll(q->rows[0][5]), *e.op) << "direction / op";
       }
       if (e.addr) {
-        EXPECT_EQ(opt_u(*q, 0, 6), e.addr) << "device ordinal";
+        EXPECT_EQ(opt_u(*q, 0, 6), e.addr) << "device ordinal, event or communicator";
       }
       ++checked;
     }

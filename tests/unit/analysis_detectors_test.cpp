@@ -817,7 +817,7 @@ TEST(AnalysisDetectors, RegistryListsEveryDetectorOnce) {
     EXPECT_TRUE(kinds.insert(d.kind).second) << d.kind;
     EXPECT_NE(d.run, nullptr);
   }
-  EXPECT_EQ(kinds.size(), 13u);
+  EXPECT_EQ(kinds.size(), 14u);
 }
 
 }  // namespace

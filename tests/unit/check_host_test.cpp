@@ -301,6 +301,13 @@ TEST(CheckOnThisMachine, RootWithBtfCanTrace) {
   EXPECT_TRUE(cudart->error.empty()) << cudart->error;
   EXPECT_GT(cudart->exported, 0u);
   EXPECT_LE(cudart->exported, cudart->catalogued);
+  // What it lacks is named: exported and missing make up the family's catalogue. CUDA 13's
+  // runtime exports the polling and event-record entry points (nm -D).
+  EXPECT_EQ(cudart->exported + cudart->missing.size(), cudart->catalogued);
+  for (const char* fn : {"cudaEventQuery", "cudaStreamQuery", "cudaStreamQuery_ptsz",
+                         "cudaEventRecord", "cudaEventRecordWithFlags_ptsz"})
+    EXPECT_EQ(std::find(cudart->missing.begin(), cudart->missing.end(), fn), cudart->missing.end())
+        << fn;
   EXPECT_EQ(cudart->shifted, 0u);  // NVIDIA's entries start with push %rbp
   EXPECT_NE(std::find(cudart->pids.begin(), cudart->pids.end(), static_cast<uint32_t>(child)),
             cudart->pids.end());

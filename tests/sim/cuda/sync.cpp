@@ -64,6 +64,48 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
       Device::get().engine().record_event(handle(hEvent), handle(hStream), DefaultStream::kLegacy));
 }
 
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+  GWSIM_ENTER();
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(Device::get().engine().record_event(handle(hEvent), handle(hStream),
+                                                    DefaultStream::kPerThread));
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  GWSIM_ENTER();
+  (void)flags;
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(
+      Device::get().engine().record_event(handle(hEvent), handle(hStream), DefaultStream::kLegacy));
+}
+
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  GWSIM_ENTER();
+  (void)flags;
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(Device::get().engine().record_event(handle(hEvent), handle(hStream),
+                                                    DefaultStream::kPerThread));
+}
+
+// Never waits: CUDA_ERROR_NOT_READY (600) until the work is done.
+CUresult cuEventQuery(CUevent hEvent) {
+  GWSIM_ENTER();
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(Device::get().engine().query_event(handle(hEvent)));
+}
+
+CUresult cuStreamQuery(CUstream hStream) {
+  GWSIM_ENTER();
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(Device::get().engine().query_stream(handle(hStream), DefaultStream::kLegacy));
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream) {
+  GWSIM_ENTER();
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return result(Device::get().engine().query_stream(handle(hStream), DefaultStream::kPerThread));
+}
+
 CUresult cuEventDestroy_v2(CUevent hEvent) {
   GWSIM_ENTER();
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;

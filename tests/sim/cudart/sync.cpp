@@ -66,9 +66,16 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return ok ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
 }
 
+// The queries never wait: cudaErrorNotReady (600) while work queued on the stream (or before the
+// event's point in its stream) has not run, cudaSuccess once it has.
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   GWSIM_CUDART_ENTER();
   return result(Device::get().engine().query_stream(handle(stream), DefaultStream::kLegacy));
+}
+
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
+  GWSIM_CUDART_ENTER();
+  return result(Device::get().engine().query_stream(handle(stream), DefaultStream::kPerThread));
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -90,6 +97,28 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   GWSIM_CUDART_ENTER();
   return result(
       Device::get().engine().record_event(handle(event), handle(stream), DefaultStream::kLegacy));
+}
+
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  GWSIM_CUDART_ENTER();
+  return result(Device::get().engine().record_event(handle(event), handle(stream),
+                                                    DefaultStream::kPerThread));
+}
+
+// The flags (cudaEventRecordExternal) change nothing the model sees.
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  GWSIM_CUDART_ENTER();
+  (void)flags;
+  return result(
+      Device::get().engine().record_event(handle(event), handle(stream), DefaultStream::kLegacy));
+}
+
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                          unsigned int flags) {
+  GWSIM_CUDART_ENTER();
+  (void)flags;
+  return result(Device::get().engine().record_event(handle(event), handle(stream),
+                                                    DefaultStream::kPerThread));
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {

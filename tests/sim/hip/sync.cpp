@@ -56,6 +56,17 @@ hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
       Device::get().engine().record_event(handle(event), handle(stream), DefaultStream::kLegacy));
 }
 
+// Never waits: hipErrorNotReady (600) until the work is done.
+hipError_t hipEventQuery(hipEvent_t event) {
+  GWSIM_ENTER();
+  return result(Device::get().engine().query_event(handle(event)));
+}
+
+hipError_t hipStreamQuery(hipStream_t stream) {
+  GWSIM_ENTER();
+  return result(Device::get().engine().query_stream(handle(stream), DefaultStream::kLegacy));
+}
+
 hipError_t hipEventDestroy(hipEvent_t event) {
   GWSIM_ENTER();
   const bool ok = Device::get().engine().destroy_event(handle(event));

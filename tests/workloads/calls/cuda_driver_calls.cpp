@@ -222,6 +222,24 @@ void event_sync(const Library& lib, int id, const char* name) {
   c.done(fn(v.as<CUevent>(v.event)));
 }
 
+void event_record(const Library& lib, int id, const char* name) {
+  const auto fn = lib.get<decltype(&cuEventRecord)>(name);
+  if (fn == nullptr) return;
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("hEvent", v.event).num("hStream", v.stream);
+  c.done(fn(v.as<CUevent>(v.event), v.as<CUstream>(v.stream)));
+}
+
+void event_record_flags(const Library& lib, int id, const char* name) {
+  const auto fn = lib.get<decltype(&cuEventRecordWithFlags)>(name);
+  if (fn == nullptr) return;
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("hEvent", v.event).num("hStream", v.stream).num("flags", v.flags);
+  c.done(fn(v.as<CUevent>(v.event), v.as<CUstream>(v.stream), v.flags));
+}
+
 void graph(const Library& lib, int id, const char* name) {
   const auto fn = lib.get<decltype(&cuGraphLaunch)>(name);
   if (fn == nullptr) return;
@@ -280,5 +298,12 @@ int main(int argc, char** argv) {
   event_sync(lib, 143, "cuEventSynchronize");
   graph(lib, 144, "cuGraphLaunch");
   graph(lib, 145, "cuGraphLaunch_ptsz");
+  event_sync(lib, 148, "cuEventQuery");  // the same shape as a sync
+  stream_sync(lib, 149, "cuStreamQuery");
+  stream_sync(lib, 150, "cuStreamQuery_ptsz");
+  event_record(lib, 151, "cuEventRecord");
+  event_record(lib, 152, "cuEventRecord_ptsz");
+  event_record_flags(lib, 153, "cuEventRecordWithFlags");
+  event_record_flags(lib, 154, "cuEventRecordWithFlags_ptsz");
   return 0;
 }

@@ -206,6 +206,20 @@ void graph(int id, const char* name, decltype(&cudaGraphLaunch) fn) {
   c.done(fn(v.as<cudaGraphExec_t>(v.graph), v.as<cudaStream_t>(v.stream)));
 }
 
+void event_record(int id, const char* name, decltype(&cudaEventRecord) fn) {
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("event", v.event).num("stream", v.stream);
+  c.done(fn(v.as<cudaEvent_t>(v.event), v.as<cudaStream_t>(v.stream)));
+}
+
+void event_record_flags(int id, const char* name, decltype(&cudaEventRecordWithFlags) fn) {
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("event", v.event).num("stream", v.stream).num("flags", v.flags);
+  c.done(fn(v.as<cudaEvent_t>(v.event), v.as<cudaStream_t>(v.stream), v.flags));
+}
+
 // Device 3: a GPU this host does not have (the call fails), an ordinal no default could fake.
 void set_device(const char* name, decltype(&cudaSetDevice) fn) {
   Call c(name);
@@ -254,5 +268,12 @@ int main(int argc, char** argv) {
   alloc_async(32, "cudaMallocAsync", &cudaMallocAsync);
   free_async(33, "cudaFreeAsync", &cudaFreeAsync);
   alloc_from_pool(34, "cudaMallocFromPoolAsync", &cudaMallocFromPoolAsync);
+  event_sync(35, "cudaEventQuery", &cudaEventQuery);  // the same shape as a sync
+  stream_sync(36, "cudaStreamQuery", &cudaStreamQuery);
+  stream_sync(37, "cudaStreamQuery_ptsz", &cudaStreamQuery_ptsz);
+  event_record(38, "cudaEventRecord", &cudaEventRecord);
+  event_record(39, "cudaEventRecord_ptsz", &cudaEventRecord_ptsz);
+  event_record_flags(40, "cudaEventRecordWithFlags", &cudaEventRecordWithFlags);
+  event_record_flags(41, "cudaEventRecordWithFlags_ptsz", &cudaEventRecordWithFlags_ptsz);
   return 0;
 }

@@ -180,6 +180,15 @@ void event_sync(const Library& lib, int id, const char* name) {
   c.done(fn(v.as<hipEvent_t>(v.event)));
 }
 
+void event_record(const Library& lib, int id, const char* name) {
+  const auto fn = lib.get<decltype(&hipEventRecord)>(name);
+  if (fn == nullptr) return;
+  const Distinct v(id);
+  Call c(name);
+  c.args.num("event", v.event).num("stream", v.stream);
+  c.done(fn(v.as<hipEvent_t>(v.event), v.as<hipStream_t>(v.stream)));
+}
+
 void stream_wait(const Library& lib, int id, const char* name) {
   const auto fn = lib.get<decltype(&hipStreamWaitEvent)>(name);
   if (fn == nullptr) return;
@@ -265,5 +274,8 @@ int main(int argc, char** argv) {
   set_device(lib, "hipSetDevice");
   alloc_async(lib, 320, "hipMallocAsync");
   free_async(lib, 321, "hipFreeAsync");
+  event_sync(lib, 322, "hipEventQuery");  // the same shape as a sync
+  stream_sync(lib, 323, "hipStreamQuery");
+  event_record(lib, 324, "hipEventRecord");
   return 0;
 }

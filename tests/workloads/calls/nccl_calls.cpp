@@ -132,6 +132,16 @@ void group(const Library& lib, const char* name) {
   c.done(fn());
 }
 
+// The NULL communicator is rejected (ncclInvalidArgument) before anything is read or written.
+void async_error(const Library& lib, const char* name) {
+  const auto fn = lib.get<decltype(&ncclCommGetAsyncError)>(name);
+  if (fn == nullptr) return;
+  ncclResult_t err = ncclSuccess;
+  Call c(name);
+  c.args.ptr("comm", nullptr).ptr("asyncError", &err);
+  c.done(fn(nullptr, &err));
+}
+
 // A recognisable id that names no communicator: bytes 0x5a, 0x5b, ... (seeded by the row).
 ncclUniqueId made_up_id(int id) {
   ncclUniqueId u;
@@ -203,5 +213,6 @@ int main(int argc, char** argv) {
   group(lib, "ncclGroupEnd");
   init_rank(lib, 209, "ncclCommInitRank", 4, 1);
   init_rank_config(lib, 210, "ncclCommInitRankConfig", 8, 3);
+  async_error(lib, "ncclCommGetAsyncError");
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -35,9 +36,9 @@ namespace {
 
 constexpr uint64_t kUs = 1000, kMs = 1'000'000;
 
-constexpr const char* kNames[] = {"loader-pipe",     "step-sleep",       "straggler-host",
-                                  "contention-sync", "renamed-corunner", "autograd-handoff",
-                                  "cpu-quota",       "fault-churn",      "quota-loader"};
+constexpr const char* kNames[] = {
+    "loader-pipe",      "step-sleep", "straggler-host", "contention-sync", "renamed-corunner",
+    "autograd-handoff", "cpu-quota",  "fault-churn",    "quota-loader",    "event-poll"};
 
 constexpr const char* kUsage =
     "--scenario loader-pipe|step-sleep|straggler-host|contention-sync|renamed-corunner\n"
@@ -57,6 +58,8 @@ constexpr const char* kUsage =
     "  fault-churn: [--fault-mib N (64)] [--reuse 1]   (steps 60, gpu 3000)\n"
     "  quota-loader: [--loader-cgroup DIR] [--loader-ms N (6)] [--batch-kib N (16)]\n"
     "                (steps 60, gpu 1000)\n"
+    "  event-poll: [--wait poll|sync] [--host-us N (1000)] [--poll-gap-us N (20)]\n"
+    "              (steps 150, gpu 6000)\n"
     "  env: GW_START_DELAY_MS (0), GWSIM_* (the simulator), GWSIM_TRUTH (ground truth file)";
 
 // Per-scenario defaults: each run takes about 1.5 s on an idle machine.
@@ -71,16 +74,16 @@ constexpr Defaults kDefaults[] = {
     {"straggler-host", 50, 4000, 3000},    {"contention-sync", 180, 6000, 1500},
     {"renamed-corunner", 200, 2000, 3000}, {"autograd-handoff", 180, 6000, 1500},
     {"cpu-quota", 150, 2000, 4000},        {"fault-churn", 60, 3000, 0},
-    {"quota-loader", 60, 1000, 0}};
+    {"quota-loader", 60, 1000, 0},         {"event-poll", 150, 6000, 1000}};
 
 BudgetSettings parse(int argc, char** argv) {
   const Args args(
       argc, argv,
-      {"scenario",      "steps",         "gpu-us",         "wait-file", "loader-ms",   "batch-kib",
-       "sleep-us",      "sleep-kind",    "ranks",          "rank",      "nccl-id",     "host-ms",
-       "straggler-ms",  "straggle-rank", "grad-mib",       "cpu",       "hog-threads", "host-us",
-       "prep-us",       "corunner-name", "busy-neighbour", "cgroup",    "fault-mib",   "reuse",
-       "loader-cgroup", "loader-fd"},
+      {"scenario",      "steps",         "gpu-us",         "wait-file",  "loader-ms",   "batch-kib",
+       "sleep-us",      "sleep-kind",    "ranks",          "rank",       "nccl-id",     "host-ms",
+       "straggler-ms",  "straggle-rank", "grad-mib",       "cpu",        "hog-threads", "host-us",
+       "prep-us",       "corunner-name", "busy-neighbour", "cgroup",     "fault-mib",   "reuse",
+       "loader-cgroup", "loader-fd",     "wait",           "poll-gap-us"},
       {}, kUsage);
   BudgetSettings s;
   s.scenario = args.str("scenario", "");
@@ -126,6 +129,10 @@ BudgetSettings parse(int argc, char** argv) {
   s.reuse = args.u64("reuse", 0) != 0;
   s.loader_cgroup = args.str("loader-cgroup", "");
   s.loader_fd = static_cast<int>(args.i64("loader-fd", -1));
+  const std::string wait = args.str("wait", "poll");
+  if (wait != "poll" && wait != "sync") args.fail("--wait: poll|sync");
+  s.poll_wait = wait == "poll";
+  s.poll_gap_ns = args.u64("poll-gap-us", 20) * kUs;
   if (s.loader_fd >= 0) return s;  // the loader worker: no start-up wait of its own
   wait_for_start(args, 0);
   return s;
@@ -625,6 +632,74 @@ int quota_loader(const BudgetSettings& s) {
   return 0;
 }
 
+// Host work after each step's wait: logging, the scheduler's bookkeeping.
+__attribute__((noinline)) void step_bookkeeping(uint64_t ns) { gwsim::burn_cpu_ns(ns); }
+
+// Spins until the event is done, as an inference engine's scheduler loop or a watchdog polls:
+// cudaEventQuery, and after each cudaErrorNotReady `gap_ns` of CPU work (checking its queues)
+// before asking again.
+__attribute__((noinline)) uint64_t spin_on_event(cudaEvent_t ev, uint64_t gap_ns) {
+  uint64_t not_ready = 0;
+  for (cudaError_t r; (r = cudaEventQuery(ev)) != cudaSuccess; ++not_ready) {
+    if (r != cudaErrorNotReady) check(r, "cudaEventQuery");
+    gwsim::burn_cpu_ns(gap_ns);
+  }
+  return not_ready;
+}
+
+// The simulator's queries answer as the real runtime's do, or the scenario's truth means nothing.
+// (Only after a wait: before it, a thread preempted for a whole step may find the work done.)
+void expect_query(cudaError_t got, cudaError_t want, const char* when) {
+  if (got == want) return;
+  std::fprintf(stderr, "sim_train: cudaStreamQuery %s returned %d, not %d\n", when,
+               static_cast<int>(got), static_cast<int>(want));
+  std::exit(1);
+}
+
+// Each step records an event after its kernels and waits for it: spinning on cudaEventQuery
+// (--wait poll), or blocked in cudaEventSynchronize (--wait sync); then --host-us of host work.
+// Truth: the wall time in the spin less the run-queue wait inside it (schedstat): the time it
+// spent polling on a CPU (poll_ns, poll_share); for the blocking wait, the same of
+// cudaEventSynchronize (blocked_ns, blocked_share: asleep in it or on a CPU, not waiting for one).
+int event_poll(const BudgetSettings& s) {
+  uint64_t poll_ns = 0, blocked_ns = 0, not_ready = 0, wait_runq_ns = 0;
+  const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
+    cudaEvent_t ev = nullptr;
+    check(cudaEventCreate(&ev), "cudaEventCreate");
+    for (uint64_t i = 0; i < s.steps; ++i) {
+      gpu.upload();
+      gpu.forward();
+      gpu.backward();
+      check(cudaEventRecord(ev, gpu.stream()), "cudaEventRecord");
+      const uint64_t runq0 = thread_runq_ns();
+      const uint64_t w0 = gwsim::now_ns();
+      if (s.poll_wait) {
+        not_ready += spin_on_event(ev, s.poll_gap_ns);
+      } else {
+        check(cudaEventSynchronize(ev), "cudaEventSynchronize");
+      }
+      const uint64_t waited = gwsim::now_ns() - w0;
+      const uint64_t runq = thread_runq_ns() - runq0;
+      (s.poll_wait ? poll_ns : blocked_ns) += waited - std::min(waited, runq);
+      wait_runq_ns += runq;
+      tt.sync_blocked_ns += waited;
+      // The event was recorded after the step's last kernel: once it is done, so is the stream.
+      expect_query(cudaStreamQuery(gpu.stream()), cudaSuccess, "after the wait");
+      step_bookkeeping(s.host_ns);
+    }
+    check(cudaEventDestroy(ev), "cudaEventDestroy");
+  });
+  print_line(summary(s, t)
+                 .str("wait", s.poll_wait ? "poll" : "sync")
+                 .num("not_ready_polls", not_ready)
+                 .num("poll_ns", poll_ns)
+                 .real("poll_share", t.share(poll_ns))
+                 .num("wait_runq_ns", wait_runq_ns)
+                 .num("blocked_ns", blocked_ns)
+                 .real("blocked_share", t.share(blocked_ns)));
+  return 0;
+}
+
 }  // namespace
 
 bool is_budget_scenario(int argc, char** argv) {
@@ -648,6 +723,7 @@ int run_budget_scenario(int argc, char** argv) {
   if (s.scenario == "cpu-quota") return cpu_quota(s);
   if (s.scenario == "fault-churn") return fault_churn(s);
   if (s.scenario == "quota-loader") return s.loader_fd >= 0 ? loader_worker(s) : quota_loader(s);
+  if (s.scenario == "event-poll") return event_poll(s);
   return renamed_corunner(s);
 }
 

@@ -30,6 +30,11 @@
 //                     kernel faults in page by page), then its kernels and a sync; --reuse 1
 //                     allocates once. Truth: the CPU time touching the new memory (touch_ns,
 //                     touch_share) and the minor faults.
+//   event-poll        each step records an event after its kernels and spins on cudaEventQuery
+//                     until it is done (--wait poll, --poll-gap-us of CPU work between two
+//                     polls), or blocks in cudaEventSynchronize (--wait
+//                     sync), then --host-us of host work. Truth: the time spent polling on a CPU
+//                     (poll_ns, poll_share: the spin's wall time less its run-queue wait).
 //
 // Every share is of the trainer's span: its first GPU call to the end of its last.
 #pragma once
@@ -66,6 +71,8 @@ struct BudgetSettings {
   // pipe it writes batches to (-1: this is the trainer)
   std::string loader_cgroup;
   int loader_fd = -1;
+  bool poll_wait = true;     // event-poll: spin on cudaEventQuery (else cudaEventSynchronize)
+  uint64_t poll_gap_ns = 0;  // event-poll: CPU work between two polls
 };
 
 // Whether argv asks for one of these scenarios.

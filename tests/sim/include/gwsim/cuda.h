@@ -97,6 +97,15 @@ GWSIM_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 GWSIM_API CUresult cuEventSynchronize(CUevent hEvent);
 GWSIM_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 GWSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+// Polling (CUDA_ERROR_NOT_READY until done) and event records.
+GWSIM_API CUresult cuEventQuery(CUevent hEvent);
+GWSIM_API CUresult cuStreamQuery(CUstream hStream);
+GWSIM_API CUresult cuStreamQuery_ptsz(CUstream hStream);
+GWSIM_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
+GWSIM_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+GWSIM_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+GWSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                               unsigned int flags);
 
 // Not probed; what a workload needs around the probed calls.
 GWSIM_API CUresult cuInit(unsigned int Flags);
@@ -107,7 +116,6 @@ GWSIM_API CUresult cuMemFreeHost(void* p);
 GWSIM_API CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags);
 GWSIM_API CUresult cuStreamDestroy_v2(CUstream hStream);
 GWSIM_API CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags);
-GWSIM_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
 GWSIM_API CUresult cuEventDestroy_v2(CUevent hEvent);
 
 #ifdef __cplusplus

@@ -107,16 +107,23 @@ GWSIM_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t 
                                                unsigned int flags);
 GWSIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
 GWSIM_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+// Polling (cudaErrorNotReady until done) and event records.
+GWSIM_API cudaError_t cudaStreamQuery(cudaStream_t stream);
+GWSIM_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+GWSIM_API cudaError_t cudaEventQuery(cudaEvent_t event);
+GWSIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+GWSIM_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+GWSIM_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+                                               unsigned int flags);
+GWSIM_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                                    unsigned int flags);
 
 // Not probed; what a workload needs around the probed calls.
 GWSIM_API cudaError_t cudaStreamCreate(cudaStream_t* pStream);
 GWSIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags);
 GWSIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
-GWSIM_API cudaError_t cudaStreamQuery(cudaStream_t stream);
 GWSIM_API cudaError_t cudaEventCreate(cudaEvent_t* event);
 GWSIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
-GWSIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
-GWSIM_API cudaError_t cudaEventQuery(cudaEvent_t event);
 GWSIM_API cudaError_t cudaEventDestroy(cudaEvent_t event);
 GWSIM_API cudaError_t cudaGetLastError(void);
 GWSIM_API cudaError_t cudaPeekAtLastError(void);

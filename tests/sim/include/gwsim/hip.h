@@ -69,6 +69,10 @@ GWSIM_API hipError_t hipGraphLaunch(hipGraphExec_t graphExec, hipStream_t stream
 GWSIM_API hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t sizeBytes);
 GWSIM_API hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t sizeBytes);
 GWSIM_API hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t sizeBytes);
+// Polling (hipErrorNotReady until done) and event records.
+GWSIM_API hipError_t hipEventQuery(hipEvent_t event);
+GWSIM_API hipError_t hipStreamQuery(hipStream_t stream);
+GWSIM_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream);
 
 // Not probed; what a workload needs around the probed calls.
 GWSIM_API hipError_t hipInit(unsigned int flags);
@@ -77,7 +81,6 @@ GWSIM_API hipError_t hipSetDevice(int deviceId);
 GWSIM_API hipError_t hipStreamCreate(hipStream_t* stream);
 GWSIM_API hipError_t hipStreamDestroy(hipStream_t stream);
 GWSIM_API hipError_t hipEventCreate(hipEvent_t* event);
-GWSIM_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream);
 GWSIM_API hipError_t hipEventDestroy(hipEvent_t event);
 GWSIM_API hipError_t hipGetLastError(void);
 

@@ -75,6 +75,8 @@ GWSIM_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUnique
                                         int rank);
 GWSIM_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId,
                                               int rank, ncclConfig_t* config);
+// The watchdog's poll: ncclSuccess, with the communicator's asynchronous error in *asyncError.
+GWSIM_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 
 // Not probed; what a workload needs around the probed calls.
 GWSIM_API ncclResult_t ncclGetVersion(int* version);

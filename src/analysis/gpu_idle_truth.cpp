@@ -13,8 +13,8 @@ namespace {
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
 constexpr size_t kMaxBack = 256;
 
-// The process's launches (outermost calls that queue GPU work), over all its GPU threads: the
-// latest one to start before a time, found by a search in each thread's (ts-sorted) calls.
+// The process's launches (outermost calls that give the device work), over all its GPU threads:
+// the latest one to start before a time, found by a search in each thread's (ts-sorted) calls.
 class Launches {
  public:
   Launches(const Context& ctx, uint32_t pid) : ctx_(ctx) {
@@ -39,8 +39,7 @@ class Launches {
       // between two launches; a thread that launches nothing near `at` is given up on.
       for (size_t back = 0; i > t->call_begin && back < kMaxBack; ++back) {
         --i;
-        const uint8_t bits = ctx_.joins.bits[i];
-        if (!(bits & call_bits::kOuter) || !(bits & call_bits::kEnqueues)) continue;
+        if (!gives_work(i)) continue;
         if (calls[i].ts > best.ts) best = {calls[i].ts, calls[i].end(), t->tid};
         break;
       }
@@ -49,17 +48,31 @@ class Launches {
   }
 
  private:
+  // An outermost call that hands the device work: a launch or an asynchronous copy or memset
+  // (enqueues), and a synchronous copy or memset too (it drains, but its copy is work of its
+  // own: a pageable upload's device copy waits on the host's staging).
+  bool gives_work(size_t i) const {
+    const uint8_t bits = ctx_.joins.bits[i];
+    if (!(bits & call_bits::kOuter)) return false;
+    return (bits & (call_bits::kEnqueues | call_bits::kCopy)) ||
+           ctx_.rows.calls[i].cat == Category::Memset;
+  }
   const Context& ctx_;
   std::vector<const ThreadSummary*> threads_;
 };
 
-// Classifies the gap [g0, g1) before the work starting at g1 (or the span's end): host wait
-// when the latest launch before g1 still ran at g0 or began after it. Returns the launching
-// thread of a host wait (0 otherwise).
-uint32_t classify(const Launches& l, int64_t g0, int64_t g1, IdleSplit& into) {
+// Classifies the gap [g0, g1) before the work starting at g1: host wait when the latest launch
+// before g1 still ran at g0 or began after it. A gap no work ends (the span's last) is host
+// wait too: the device had nothing, and the host gave it nothing more. Returns the launching
+// thread of a host wait (0 otherwise, or for the last gap).
+uint32_t classify(const Launches& l, int64_t g0, int64_t g1, bool last, IdleSplit& into) {
   const int64_t n = g1 - g0;
   if (n <= 0) return 0;
   ++into.gaps;
+  if (last) {
+    into.host_wait_ns += n;
+    return 0;
+  }
   const Launches::Hit h = l.latest_before(g1);
   if (h.ts != kNone && h.end > g0) {
     into.host_wait_ns += n;
@@ -73,9 +86,10 @@ uint32_t classify(const Launches& l, int64_t g0, int64_t g1, IdleSplit& into) {
 IdleSplit split_gaps(const Launches& l, const std::vector<Interval>& busy, int64_t lo, int64_t hi,
                      std::map<uint32_t, int64_t>* host_wait_by_tid = nullptr) {
   IdleSplit out;
+  const int64_t last_work = busy.empty() ? lo : busy.back().second;
   for (const auto& [s, e] : gaps_of(busy, lo, hi)) {
     const int64_t before = out.host_wait_ns;
-    const uint32_t tid = classify(l, s, e, out);
+    const uint32_t tid = classify(l, s, e, s >= last_work, out);
     if (host_wait_by_tid && tid) (*host_wait_by_tid)[tid] += out.host_wait_ns - before;
   }
   return out;

@@ -5,14 +5,17 @@
 // against the time the device waited on copies and on the host); and, per stream, its idle
 // time in HTA's categories (Holistic Trace Analysis, "idle time breakdown"):
 //   host wait   the stream ran dry and the host had not yet launched its next work: the latest
-//               launch of the process before that work still ran when the stream went idle,
-//               or began after (the launching thread is that launch's);
+//               launch of the process before that work (a kernel launch, a copy or memset,
+//               synchronous or not) still ran when the stream went idle, or began after (the
+//               launching thread is that launch's); the device's last gap in the span, which
+//               no work ends, too (in a window of a longer analysis, its end);
 //   kernel wait the next work was launched already and started within kKernelWaitNs: the
 //               device's own gap between back-to-back work;
 //   other       launched already and started later (a dependency on another stream, an event).
 // The launch is inferred from the host's calls, not read from CUPTI's runtime records (the
 // client does not record them): a host that launches ahead while the stream idles makes a
-// kernel wait read as host wait. The categories add up to the stream's idle time exactly.
+// kernel wait read as host wait, and so does the short gap before a synchronous copy queued
+// behind running work. The categories add up to the stream's idle time exactly.
 #pragma once
 
 #include <cstdint>

@@ -28,7 +28,7 @@ constexpr uint32_t kPid = 1000;
 //   10 .. 10.01      launched at 0.01 ms, 10 µs < 30 µs        kernel wait 10 µs
 //   20 .. 25         launched at 0.02 ms, 5 ms                 other        5 ms
 //   30 .. 40.005     the upload was queued at 40 ms            host wait   10.005 ms
-//   90 .. 100        nothing launched after 40.02 ms, 10 ms    other       10 ms
+//   90 .. 100        the last: no work ends it                 host wait   10 ms
 RowsBuilder scenario() {
   RowsBuilder b(100);
   b.process(kPid, "trainer");
@@ -77,12 +77,12 @@ TEST(GpuIdleTruth, ComputeStallRatioAndIdleCategories) {
   EXPECT_EQ(d.busy_ns, 74'980 * kUs);
   EXPECT_EQ(d.kernel_ns, 64'985 * kUs);     // 9.995 + 9.99 + 5 + 40
   EXPECT_EQ(d.copy_stall_ns, 9'995 * kUs);  // the copy, no kernel beside it
-  EXPECT_EQ(d.idle.host_wait_ns, 10'010 * kUs);
+  EXPECT_EQ(d.idle.host_wait_ns, 20'010 * kUs);
   EXPECT_EQ(d.idle.kernel_wait_ns, 10 * kUs);
-  EXPECT_EQ(d.idle.other_ns, 15 * kMs);
+  EXPECT_EQ(d.idle.other_ns, 5 * kMs);
   EXPECT_EQ(d.idle.gaps, 5u);
   EXPECT_EQ(d.idle.total() + d.busy_ns, p.span_ns);
-  EXPECT_DOUBLE_EQ(d.compute_stall_ratio(), 64'985.0 / (9'995.0 + 10'010.0));
+  EXPECT_DOUBLE_EQ(d.compute_stall_ratio(), 64'985.0 / (9'995.0 + 20'010.0));
   // The stream between its first and last work: the same gaps but the leading and trailing.
   ASSERT_EQ(d.streams.size(), 1u);
   const StreamIdle& s = d.streams[0];
@@ -133,15 +133,16 @@ TEST(GpuIdleTruth, DevicesAndStreamsApart) {
   EXPECT_EQ(p.devices[1].device, 1);
   EXPECT_EQ(p.devices[1].kernel_ns, 0);
   EXPECT_EQ(p.devices[1].copy_stall_ns, 10 * kMs);
-  // Device 1 never ran a kernel: all stall (its memset, and 0 .. 20 ms waiting on the host).
-  EXPECT_EQ(p.devices[1].idle.host_wait_ns, 20 * kMs);
+  // Device 1 never ran a kernel: all stall (its memset, and waiting on the host 0 .. 20 ms and
+  // after its memset, the last gap).
+  EXPECT_EQ(p.devices[1].idle.host_wait_ns, 40 * kMs);
   EXPECT_EQ(p.devices[1].compute_stall_ratio(), 0.0);
   ASSERT_EQ(p.devices[1].streams.size(), 1u);
   EXPECT_EQ(p.devices[1].streams[0].stream, 9);
   // Device 0: idle 0 .. 10 ms, the latest launch before its kernel (0.01 .. 0.02 ms) still ran
-  // when the gap began: host wait; idle 20 .. 50 ms after the last launch ended: other.
-  EXPECT_EQ(p.devices[0].idle.host_wait_ns, 10 * kMs);
-  EXPECT_EQ(p.devices[0].idle.other_ns, 30 * kMs);
+  // when the gap began: host wait; 20 .. 50 ms is its last gap: host wait too.
+  EXPECT_EQ(p.devices[0].idle.host_wait_ns, 40 * kMs);
+  EXPECT_EQ(p.devices[0].idle.other_ns, 0);
 }
 
 // Windows of a longer analysis add up per process, device and stream.
@@ -155,7 +156,7 @@ TEST(GpuIdleTruth, WindowsAddUp) {
   EXPECT_EQ(p.span_ns, 200 * kMs);
   EXPECT_EQ(p.busy_ns, 2 * 74'980 * kUs);
   ASSERT_EQ(p.devices.size(), 1u);
-  EXPECT_EQ(p.devices[0].idle.host_wait_ns, 2 * 10'010 * kUs);
+  EXPECT_EQ(p.devices[0].idle.host_wait_ns, 2 * 20'010 * kUs);
   ASSERT_EQ(p.devices[0].streams.size(), 1u);
   EXPECT_EQ(p.devices[0].streams[0].idle.gaps, 6u);
 }

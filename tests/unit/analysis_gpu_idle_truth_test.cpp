@@ -145,6 +145,48 @@ TEST(GpuIdleTruth, DevicesAndStreamsApart) {
   EXPECT_EQ(p.devices[0].idle.other_ns, 0);
 }
 
+// Launch-bound: a launch every 20 µs taking 15 µs, each kernel 5 µs from the launch's end. The
+// calls never drain the queue, so from them the GPU always had work (no GPU-idle time, no
+// chain); the device says it ran 5 µs of every 20: idle 15 µs before each kernel but the first
+// (the last kernel, 19.995 .. 20.0 ms, is past the span's end): 15 ms of 19.995 ms, which the
+// gpu_idle chain reports as lost.
+TEST(GpuIdleTruth, LaunchBoundIdleIsFoundOnlyWithTheDevicesRecords) {
+  RowsBuilder b(20);
+  b.process(kPid, "trainer");
+  for (int64_t i = 0; i < 1000; ++i) {  // in whole ns: i * 0.02 ms is not exact in a double
+    b.call(kPid, kPid, "cudaLaunchKernel", 0, 15 * kUs);
+    const int64_t at = testing::kT0 + i * 20 * kUs;
+    b.rows().calls.back().ts = at;
+    b.rows().device_activity.push_back({at + 15 * kUs, 5 * kUs, kPid, 0, 7, DeviceWork::Kernel});
+  }
+  const TraceRows with = b.build();
+  auto idle_chain = [](const Report& r) -> const Chain* {
+    for (const Chain& c : r.chains)
+      if (c.kind == "gpu_idle") return &c;
+    return nullptr;
+  };
+  const Report r = analyze(with);
+  ASSERT_EQ(r.budgets.size(), 1u);
+  EXPECT_EQ(r.budgets[0].span_ns, 19'995 * kUs);
+  EXPECT_EQ(r.budgets[0].idle_ns, 15 * kMs);
+  EXPECT_EQ(r.budgets[0].host_idle_ns, 0);
+  const Chain* c = idle_chain(r);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->lost_ns, 15 * kMs);
+  ASSERT_EQ(r.gpu_time.processes.size(), 1u);
+  EXPECT_EQ(r.gpu_time.processes[0].host_error_ns(), 15 * kMs);  // the calls said always busy
+  // Each gap begins while the next launch runs: all host wait.
+  ASSERT_EQ(r.gpu_time.processes[0].devices.size(), 1u);
+  EXPECT_EQ(r.gpu_time.processes[0].devices[0].idle.host_wait_ns, 15 * kMs);
+
+  RowsBuilder host_only = b;
+  host_only.rows().device_activity.clear();
+  const Report h = analyze(host_only.build());
+  ASSERT_EQ(h.budgets.size(), 1u);
+  EXPECT_EQ(h.budgets[0].idle_ns, 0);
+  EXPECT_EQ(idle_chain(h), nullptr);
+}
+
 // Windows of a longer analysis add up per process, device and stream.
 TEST(GpuIdleTruth, WindowsAddUp) {
   const Report a = analyze(scenario().build());

@@ -10,6 +10,7 @@
 
 #include "analysis/cpu_holders.hpp"
 #include "analysis/detectors.hpp"  // is_io_syscall
+#include "analysis/device_activity.hpp"
 #include "analysis/parallel.hpp"
 
 namespace gpuwhy::analysis {
@@ -304,6 +305,32 @@ IdleList thread_idle(const TraceRows& rows, const Joins& j, const ThreadSummary&
   return out;
 }
 
+// The GPU-idle stretches of a process as its device reported them (trace --gpu-activity): the
+// gaps between its kernels, copies and memsets over its GPU threads' spans, the truth the calls'
+// inference above estimates. Hints per thread: its first call starting at or after the piece
+// (calls_ are (tid, ts)-sorted), found by search: a stretch may start inside a launch.
+IdleList measured_idle(const TraceRows& rows, const std::vector<const ThreadSummary*>& threads) {
+  IdleList out;
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (const ThreadSummary* t : threads) {
+    lo = std::min(lo, t->first_ns);
+    hi = std::max(hi, t->last_ns);
+    out.tids.push_back(t->tid);
+  }
+  const uint32_t pid = threads.front()->pid;
+  for (const auto& [s, e] : gaps_of(device_busy(rows, pid, lo, hi), lo, hi)) {
+    out.pieces.push_back({s, e, 0});
+    for (const ThreadSummary* t : threads) {
+      const auto b = rows.calls.begin();
+      const auto at = std::partition_point(b + static_cast<std::ptrdiff_t>(t->call_begin),
+                                           b + static_cast<std::ptrdiff_t>(t->call_end),
+                                           [&](const CallRow& c) { return c.ts < s; });
+      out.hints.push_back(static_cast<size_t>(at - b));
+    }
+  }
+  return out;
+}
+
 // The GPU-idle stretches of a process with several GPU-calling threads, over all their
 // outermost calls in time order: a sync on one thread empties the queue the others fill, and a
 // launch from any of them fills it (PyTorch queues the backward pass from its autograd thread,
@@ -420,6 +447,7 @@ class ThreadBudgeter {
   ThreadBudgeter(const TraceRows& rows, const Joins& j, const SyscallKinds& kinds,
                  const IdSet& gpu_tids, const IdSet& user_comms, const CpuHolders& holders,
                  const std::unordered_map<uint32_t, IdleList>& shared_idle,
+                 const std::unordered_map<uint32_t, IdleList>& measured_idle,
                  const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings,
                  uint64_t small_copy_bytes, const PhaseMap& phases)
       : rows_(rows),
@@ -429,6 +457,7 @@ class ThreadBudgeter {
         gpu_tids_(gpu_tids),
         user_comms_(user_comms),
         shared_idle_(shared_idle),
+        measured_idle_(measured_idle),
         phases_(phases),
         siblings_(siblings),
         small_copy_(small_copy_bytes),
@@ -451,7 +480,7 @@ class ThreadBudgeter {
     runq_guess(off_rows);
 
     IdleList own_idle;
-    const IdleList& idle_list = idle_of(t, own_idle);
+    const IdleList& idle_list = idle_of(t, own_idle, b);
     const std::vector<Piece>& idle = idle_list.pieces;
     polling_pieces(t);
     on_cpu_split(b, t, idle_list);
@@ -508,12 +537,24 @@ class ThreadBudgeter {
     }
   }
 
-  // The thread's GPU-idle stretches: its process's (process_idle) when it shares the queue with
-  // other GPU threads, else its own, made into `own`.
-  const IdleList& idle_of(const ThreadSummary& t, IdleList& own) const {
-    if (auto it = shared_idle_.find(t.pid); it != shared_idle_.end()) return it->second;
-    own = thread_idle(rows_, j_, t);
-    return own;
+  // The thread's GPU-idle stretches, from either source: the device's own records of its
+  // process (measured_idle) where the trace has them, else inferred from the calls: its
+  // process's (process_idle) when it shares the queue with other GPU threads, else its own, made
+  // into `own`. With the device's, the calls' estimate is kept in b.host_idle_ns.
+  const IdleList& idle_of(const ThreadSummary& t, IdleList& own, ThreadBudget& b) const {
+    const IdleList* host = nullptr;
+    if (auto it = shared_idle_.find(t.pid); it != shared_idle_.end()) {
+      host = &it->second;
+    } else {
+      own = thread_idle(rows_, j_, t);
+      host = &own;
+    }
+    for (const Piece& p : host->pieces)
+      b.host_idle_ns += std::max<int64_t>(0, std::min(p.e, t.last_ns) - std::max(p.s, t.first_ns));
+    auto m = measured_idle_.find(t.pid);
+    if (m == measured_idle_.end()) return *host;
+    b.idle_measured = true;
+    return m->second;
   }
 
   // Does the thread make polls at all? Its calls counted by API say, without reading the calls.
@@ -979,7 +1020,8 @@ class ThreadBudgeter {
   const SyscallKinds& kinds_;
   const IdSet& gpu_tids_;
   const IdSet& user_comms_;  // strings.id of task names not the kernel's
-  const std::unordered_map<uint32_t, IdleList>& shared_idle_;  // by pid (process_idle)
+  const std::unordered_map<uint32_t, IdleList>& shared_idle_;    // by pid (process_idle)
+  const std::unordered_map<uint32_t, IdleList>& measured_idle_;  // by pid (measured_idle)
   const PhaseMap& phases_;
   // By pid, the threads with CPU samples (any thread of a GPU process): who may hold its GIL.
   const std::unordered_map<uint32_t, std::vector<uint32_t>>& siblings_;
@@ -1131,6 +1173,10 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   std::unordered_map<uint32_t, IdleList> shared_idle;
   for (size_t k = 0; k < shared.size(); ++k)
     shared_idle.emplace(shared[k]->front()->pid, std::move(lists[k]));
+  // Where the device's own records are there, they decide (measured_idle).
+  std::unordered_map<uint32_t, IdleList> measured;
+  for (const auto& [pid, ts] : by_pid)
+    if (has_device_activity(rows, pid)) measured.emplace(pid, measured_idle(rows, ts));
   // The sampled threads of each process that waited on its GIL: who may have held it.
   std::unordered_map<uint32_t, std::vector<uint32_t>> siblings;
   if (!rows.python_runtime.empty()) {
@@ -1141,8 +1187,8 @@ std::vector<ThreadBudget> compute_budgets(const TraceRows& rows, const Joins& jo
   std::vector<ThreadBudget> out(joins.threads.size());
   const auto cost = [&](size_t k) { return joins.offcpu_work(joins.threads[k]); };
   parallel_for_largest_first(joins.threads.size(), cost, [&](size_t k) {
-    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle, siblings,
-                     small_copy_bytes, phases);
+    ThreadBudgeter b(rows, joins, kinds, gpu_tids, user_comms, holders, shared_idle, measured,
+                     siblings, small_copy_bytes, phases);
     out[k] = b.run(joins.threads[k]);
   });
   return out;

@@ -71,6 +71,12 @@ struct ThreadBudget {
   // The part of each bucket when the thread had no GPU work queued: after a call that drained
   // its queue and before its next enqueue. The GPU had nothing from this thread to run then.
   std::array<int64_t, kBuckets> idle_ns{};
+  // Where idle_ns comes from: the device's own records of the process (trace --gpu-activity:
+  // the gaps between its kernels, copies and memsets) when it has them, else the thread's calls.
+  // The calls' estimate of the same idle time is kept beside the measured one: how far the
+  // host-only mode was off (device_activity.hpp).
+  bool idle_measured = false;
+  int64_t host_idle_ns = 0;  // the calls' estimate of the GPU-idle time, over the same span
   // Who: for Runnable the tasks that held the CPU (by process; a thread of the thread's own
   // process by thread), for BlockedLock, Handoff and Io the tasks that woke it (by thread), for
   // Gil the threads that held the interpreter (by thread).

@@ -205,12 +205,15 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
     if (!split.empty()) split += ", ";
     split += std::string(bucket_label(parts[i].second)) + " " + fmt_duration(parts[i].first);
   }
-  ch.evidence.push_back({"no GPU work queued by it for " + fmt_duration(b.idle_total()) + " of " +
-                         fmt_duration(t.span_ns()) + " (" +
-                         fmt_percent(static_cast<double>(b.idle_total()) / t.span_ns()) +
-                         ", after a sync until its next launch); not explained by another "
-                         "finding: " +
-                         fmt_duration(lost)});
+  ch.evidence.push_back(
+      {(b.idle_measured ? "the device ran nothing of its process for "
+                        : "no GPU work queued by it for ") +
+       fmt_duration(b.idle_total()) + " of " + fmt_duration(t.span_ns()) + " (" +
+       fmt_percent(static_cast<double>(b.idle_total()) / t.span_ns()) +
+       (b.idle_measured ? ", measured on the device (trace --gpu-activity); its calls estimated " +
+                              fmt_duration(b.host_idle_ns)
+                        : std::string(", after a sync until its next launch")) +
+       "); not explained by another finding: " + fmt_duration(lost)});
   ch.evidence.push_back({"what it did meanwhile: " + split});
   if (!sys.empty()) {
     std::string names;
@@ -247,7 +250,8 @@ void one_thread(const Context& ctx, const ThreadSummary& t, const Claims& claims
                 {"start_up_idle_ns", static_cast<double>(b.start_up_idle_ns)},
                 {"tail_idle_ns", static_cast<double>(b.tail_idle_ns)},
                 {"unexplained_idle_ns", static_cast<double>(lost)},
-                {"sleep_idle_ns", static_cast<double>(b.idle(Bucket::Sleep))}};
+                {"sleep_idle_ns", static_cast<double>(b.idle(Bucket::Sleep))},
+                {"idle_measured", b.idle_measured ? 1.0 : 0.0}};
   out.push_back(std::move(ch));
 }
 

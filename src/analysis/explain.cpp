@@ -70,6 +70,8 @@ std::vector<BudgetReport> budget_reports(const Context& ctx, const std::vector<C
     r.first_ns = ctx.rel(b.first_ns);
     r.span_ns = b.span_ns();
     r.idle_ns = b.idle_total();
+    r.idle_measured = b.idle_measured;
+    r.host_idle_ns = b.host_idle_ns;
     r.exact_holders = b.exact_holders;
     r.in_chain = named.count(b.tid) > 0;
     for (size_t i = 0; i < kBuckets; ++i) {
@@ -460,6 +462,7 @@ Report analyze_rows(TraceRows& rows, const Thresholds& th, bool part) {
   r.trace = trace_info(rows, joins);
   r.phases.insert(phases.begin(), phases.end());
   r.caveats = caveats_for(rows);
+  r.gpu_time = gpu_time_report(ctx);
   std::vector<Chain> found = run_detectors(ctx);
   // GPU-idle time is what is left of the budgets once every other chain has drawn its share.
   detect_gpu_idle(ctx, found);

@@ -16,6 +16,7 @@
 
 #include "analysis/chain.hpp"
 #include "analysis/detectors.hpp"
+#include "analysis/gpu_idle_truth.hpp"
 #include "analysis/phases.hpp"
 #include "analysis/rows.hpp"
 #include "analysis/stats.hpp"
@@ -54,9 +55,11 @@ struct BudgetReport {
   Task process, thread;
   int64_t first_ns = 0;  // relative to the trace start
   int64_t span_ns = 0;
-  int64_t idle_ns = 0;            // no GPU work queued by it
-  bool exact_holders = false;     // CPU holders from recorded run segments
-  bool in_chain = false;          // a chain names this thread
+  int64_t idle_ns = 0;         // no GPU work queued by it (measured: the device ran nothing of it)
+  bool idle_measured = false;  // idle_ns from the device's records (trace --gpu-activity)
+  int64_t host_idle_ns = 0;    // the calls' estimate of idle_ns, kept beside the measured one
+  bool exact_holders = false;  // CPU holders from recorded run segments
+  bool in_chain = false;       // a chain names this thread
   std::vector<BudgetLine> lines;  // non-empty buckets, most time first; they add up to span_ns
 };
 
@@ -69,6 +72,9 @@ struct Report {
   // Per GPU thread, where its active span went (budget.hpp): threads named by a chain first,
   // then by span.
   std::vector<BudgetReport> budgets;
+  // The GPU's busy time per process and device, and which source the idle figures came from
+  // (gpu_idle_truth.hpp).
+  GpuTimeReport gpu_time;
   Stats stats;
   // Per GPU process (by pid), its start-up, steady state and tail (phases.hpp); none for the
   // processes of a window of a longer analysis.

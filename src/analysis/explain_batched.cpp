@@ -331,6 +331,8 @@ std::vector<BudgetReport> merge_budgets(std::vector<Report>& windows) {
       m.r.first_ns = std::min(m.r.first_ns, b.first_ns);
       m.end_ns = std::max(m.end_ns, b.first_ns + b.span_ns);
       m.r.idle_ns += b.idle_ns;
+      m.r.host_idle_ns += fresh ? 0 : b.host_idle_ns;  // fresh: copied with b
+      m.r.idle_measured = m.r.idle_measured || b.idle_measured;
       m.r.exact_holders = m.r.exact_holders && b.exact_holders;
       for (const BudgetLine& l : b.lines) {
         BudgetSum::Line& s = m.lines[static_cast<size_t>(l.bucket)];
@@ -593,6 +595,9 @@ Report merge_windows(std::vector<Report> windows, const TimeWindow& whole, const
     stats.push_back(std::move(w.stats));
   }
   r.budgets = merge_budgets(windows);
+  std::vector<const GpuTimeReport*> gpu_times;
+  for (const Report& w : windows) gpu_times.push_back(&w.gpu_time);
+  r.gpu_time = merge_gpu_time(gpu_times);
   std::set<uint32_t> pids;
   for (const BudgetReport& b : r.budgets) pids.insert(b.process.pid);
   r.trace.threads = r.budgets.size();
@@ -633,6 +638,9 @@ Report merge_reports(std::vector<Report> parts, const Thresholds& th) {
     stats.push_back(std::move(p.stats));
     r.phases.merge(p.phases);  // each batch holds other processes
   }
+  std::vector<const GpuTimeReport*> gpu_times;  // the batches' processes are disjoint
+  for (const Report& p : parts) gpu_times.push_back(&p.gpu_time);
+  r.gpu_time = merge_gpu_time(gpu_times);
   r.chains = rank_chains(std::move(chains), th, r.trace.window.duration());
   sort_budgets(r.budgets);
   merge_stats(r.stats, stats);

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "analysis/device_activity.hpp"
 #include "analysis/parallel.hpp"
 #include "analysis/sql_scan.hpp"
 #include "analysis/units.hpp"
@@ -1043,6 +1044,9 @@ Result<TraceRows> load_trace(sqlite3* db, const LoadOptions& opt) {
                   rows.tcp.push_back(std::move(t));
                 },
                 {from, to});
+  if (!st) return st.error();
+  // The device's own timeline (trace --gpu-activity), where the file has one.
+  st = load_device_activity(db, rows, from, to, keep);
   if (!st) return st.error();
   timer.lap("other tables");
   prepare_rows(rows);

@@ -384,6 +384,11 @@ void prepare_rows(TraceRows& rows) {
   if (!std::is_sorted(rows.cpu_runs.begin(), rows.cpu_runs.end(), by_cpu_ts))
     std::stable_sort(rows.cpu_runs.begin(), rows.cpu_runs.end(), by_cpu_ts);
   sort_by_tid_ts(rows.wait_migrations);
+  auto by_pid_ts = [](const DeviceActivityRow& a, const DeviceActivityRow& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.ts < b.ts;
+  };
+  if (!std::is_sorted(rows.device_activity.begin(), rows.device_activity.end(), by_pid_ts))
+    std::stable_sort(rows.device_activity.begin(), rows.device_activity.end(), by_pid_ts);
   rows.prepared = true;
 }
 

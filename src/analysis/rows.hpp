@@ -276,6 +276,19 @@ struct DamagedChunk {
   std::string error;
 };
 
+// One interval the device ran for a process, as it reported it (gpu_activity, trace
+// --gpu-activity): a kernel, a copy or a memset. Only these three: they are what the device was
+// busy with; its sync and overhead records are host-side waits and CUPTI's own cost.
+enum class DeviceWork : uint8_t { Kernel, Copy, Memset };
+struct DeviceActivityRow {
+  int64_t ts = 0, dur = 0;  // wall ns, on the host's clock
+  uint32_t pid = 0;
+  int32_t device = 0;   // CUDA ordinal (0 when CUPTI gave none)
+  int64_t stream = -1;  // CUPTI's stream id
+  DeviceWork kind = DeviceWork::Kernel;
+  int64_t end() const { return ts + dur; }
+};
+
 // What TraceRows::api answers for an id the file does not name: "?", of no category.
 const ApiMeta& unknown_api_meta();
 
@@ -401,6 +414,11 @@ struct TraceRows {
   // Python processes whose calls in the window began before their layout was known (calls > 0),
   // by pid; load_trace fills it (python_layout_gaps).
   std::vector<PyLayoutGap> python_before_layout;
+
+  // The device's own intervals (trace --gpu-activity) of the loaded processes that overlap the
+  // window, sorted by (pid, ts); empty for a trace without them. Where a process has them, its
+  // GPU-idle time is measured, not inferred from its calls (device_activity.hpp).
+  std::vector<DeviceActivityRow> device_activity;
 
   bool prepared = false;  // prepare_rows has run (set by it)
 

@@ -7,6 +7,7 @@
 
 #include "analysis/units.hpp"
 #include "core/untrusted.hpp"
+#include "export/gpu_time_render.hpp"
 #include "export/json_rounding.hpp"
 
 namespace gpuwhy::render {
@@ -243,6 +244,8 @@ std::string audit_text(const analysis::AuditReport& r) {
     if (!p.agreement.empty()) out += "  explain: " + shown(p.agreement) + "\n";
     if (p.gpu_truth) {  // the device's own figures replace the host-side range
       out += truth_text(p.gpu_truth->figures, "  ", p.devices.size());
+      if (const analysis::ProcessGpuTime* g = find_process(r.explain.gpu_time, p.process.pid))
+        out += devices_text(*g, "  ");  // compute/stall and idle by category
       out += top_kernels_text(*p.gpu_truth, "  ");
     } else {
       out += busy_text(p, "  ", p.devices.size());
@@ -380,6 +383,8 @@ json audit_json(const analysis::AuditReport& r) {
             {{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns}, {"max_ns", k.max_ns}});
       t["top_kernels"] = std::move(top);
       j["gpu_truth"] = std::move(t);
+      if (const analysis::ProcessGpuTime* g = find_process(r.explain.gpu_time, p.process.pid))
+        j["gpu_time"] = process_gpu_time_json(*g);
     }
     procs.push_back(std::move(j));
   }

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "export/explain_render.hpp"
+#include "export/gpu_time_render.hpp"
 #include "export/json_rounding.hpp"
 
 namespace gpuwhy::render {
@@ -46,6 +47,8 @@ json budgets_json(const std::vector<analysis::BudgetReport>& budgets) {
                  {"first_rel_ns", b.first_ns},
                  {"span_ns", b.span_ns},
                  {"gpu_idle_ns", b.idle_ns},
+                 {"gpu_idle_source", b.idle_measured ? "device" : "host"},
+                 {"host_gpu_idle_ns", b.host_idle_ns},
                  {"exact_cpu_holders", b.exact_holders},
                  {"in_chain", b.in_chain},
                  {"buckets", std::move(lines)}});
@@ -229,6 +232,7 @@ json explain_json(const Report& r) {
               {"chains", std::move(chains)},
               {"budgets", budgets_json(r.budgets)},
               {"phases", std::move(phases)},
+              {"gpu_time", gpu_time_json(r.gpu_time)},
               {"stats",
                {{"calls", r.stats.calls},
                 {"ops", ops_json(r.stats.ops)},

@@ -8,6 +8,7 @@
 #include "analysis/units.hpp"
 #include "core/untrusted.hpp"
 #include "export/explain_render.hpp"
+#include "export/gpu_time_render.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -101,7 +102,13 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
     who += ", main thread";
   const double span = static_cast<double>(std::max<int64_t>(b.span_ns, 1));
   os << "time budget  " << shown(who) << ", " << fmt_duration(b.span_ns) << " active from "
-     << fmt_rel(b.first_ns) << "; no GPU work queued " << fmt_percent(b.idle_ns / span) << "\n";
+     << fmt_rel(b.first_ns) << "; ";
+  if (b.idle_measured) {  // the device's records (trace --gpu-activity), the calls' estimate beside
+    os << "GPU idle " << fmt_percent(b.idle_ns / span) << " (measured on the device; its calls "
+       << "estimated " << fmt_percent(static_cast<double>(b.host_idle_ns) / span) << ")\n";
+  } else {
+    os << "no GPU work queued " << fmt_percent(b.idle_ns / span) << "\n";
+  }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> details;  // left-aligned after the table's columns
   for (const BudgetLine& l : b.lines) {
@@ -179,6 +186,7 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
     chain_block(os, r.chains[i], i + 1);
     os << "\n";
   }
+  if (const std::string g = gpu_time_text(r.gpu_time); !g.empty()) os << g << "\n";
   // The budgets of the threads the chains are about (or, with none, the busiest thread).
   size_t budgets_shown = 0;
   for (const BudgetReport& b : r.budgets) {

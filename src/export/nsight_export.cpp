@@ -6,7 +6,12 @@
 //    start as wall-clock ns);
 //  - threads are serialized: globalTid = pid << 24 | tid (pid = globalTid / 0x1000000 % 0x1000000,
 //    tid = globalTid % 0x1000000), a process's globalPid the same with tid 0;
-//  - names are in StringIds (nameId): API names, syscall names, thread and process names.
+//  - names are in StringIds (nameId): API names, syscall names, thread and process names, and
+//    kernel names (demangledName, shortName, mangledName);
+//  - the device's own records (trace --gpu-activity) in CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY and
+//    _MEMSET, with CUPTI's numbers for copyKind, srcKind, dstKind and memKind. Their
+//    correlationId is CUPTI's; CUPTI_ACTIVITY_KIND_RUNTIME's is gpuwhy's call id (the host's
+//    calls do not carry CUPTI's), so the two do not join on it.
 // What gpuwhy does not record is NULL: callchainId, priority, threadBlock (docs/export.md).
 #include <string>
 
@@ -30,6 +35,21 @@ CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSched
   globalTid INTEGER, threadState INTEGER, threadBlock INTEGER);
 CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
 CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+  globalPid INTEGER, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL,
+  mangledName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,
+  blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER, staticSharedMemory INTEGER,
+  dynamicSharedMemory INTEGER, gridId INTEGER, graphNodeId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+  globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER,
+  srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,
+  dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+  globalPid INTEGER, value INTEGER, bytes INTEGER NOT NULL, graphNodeId INTEGER,
+  memKind INTEGER);
 CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
 CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
 )sql";
@@ -40,8 +60,49 @@ INSERT INTO StringIds (value)
   SELECT DISTINCT v FROM (SELECT name AS v FROM src_apis UNION SELECT name FROM src_syscall_names
                           UNION SELECT comm FROM src_threads WHERE comm NOT NULL
                           UNION SELECT comm FROM src_processes WHERE comm NOT NULL
-                          UNION SELECT 'syscall ' || nr FROM syscalls_in)
+                          UNION SELECT 'syscall ' || nr FROM syscalls_in
+                          UNION SELECT name FROM kernel_names UNION SELECT mangled FROM kernel_names
+                          UNION SELECT short FROM kernel_names
+                          UNION SELECT 'kernel' WHERE EXISTS (SELECT 1 FROM gpu_in))
 )sql";
+
+// The device's rows (trace --gpu-activity) in Nsight's tables; CUPTI's enum values from the
+// names gpuwhy stored (src/gpu_activity/records.cpp names them from the same numbers).
+constexpr const char* kMemoryKind =
+    "CASE %s WHEN 'pageable' THEN 1 WHEN 'pinned' THEN 2 WHEN 'device' THEN 3 WHEN 'array' "
+    "THEN 4 WHEN 'managed' THEN 5 WHEN 'device_static' THEN 6 WHEN 'managed_static' THEN 7 "
+    "ELSE 0 END";
+constexpr const char* kCopyKind =
+    "CASE copy_kind WHEN 'HtoD' THEN 1 WHEN 'DtoH' THEN 2 WHEN 'HtoA' THEN 3 WHEN 'AtoH' THEN 4 "
+    "WHEN 'AtoA' THEN 5 WHEN 'AtoD' THEN 6 WHEN 'DtoA' THEN 7 WHEN 'DtoD' THEN 8 WHEN 'HtoH' "
+    "THEN 9 WHEN 'PtoP' THEN 10 ELSE 0 END";
+
+std::string memory_kind(const std::string& column) {
+  std::string out = kMemoryKind;
+  out.replace(out.find("%s"), 2, column);
+  return out;
+}
+
+std::string gpu_tables_sql(const std::string& start) {
+  const std::string id_of = "(SELECT id FROM sid WHERE value = ";
+  return "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT g.ts - " + start + ", g.ts + g.dur - " +
+         start + ", coalesce(g.device, 0), g.context, g.stream, g.correlation, g.pid << 24, " +
+         id_of + "coalesce(n.name, 'kernel')), " + id_of + "coalesce(n.short, 'kernel')), " +
+         id_of +
+         "n.mangled), g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z, NULL, NULL, "
+         "NULL, NULL, NULL FROM gpu_in AS g LEFT JOIN kernel_names AS n ON n.id = g.name_id "
+         "WHERE g.kind = 'kernel' ORDER BY g.ts;\n"
+         "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT ts - " +
+         start + ", ts + dur - " + start +
+         ", coalesce(device, 0), context, stream, correlation, pid << 24, coalesce(bytes, 0), " +
+         kCopyKind + ", NULL, " + memory_kind("src_kind") + ", " + memory_kind("dst_kind") +
+         ", NULL, NULL, NULL, NULL, NULL, NULL FROM gpu_in WHERE kind = 'memcpy' ORDER BY ts;\n"
+         "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET SELECT ts - " +
+         start + ", ts + dur - " + start +
+         ", coalesce(device, 0), context, stream, correlation, pid << 24, NULL, "
+         "coalesce(bytes, 0), NULL, " +
+         memory_kind("detail") + " FROM gpu_in WHERE kind = 'memset' ORDER BY ts;\n";
+}
 
 // Event classes as Nsight numbers them (TRACE_PROCESS_EVENT_CUDA_RUNTIME, _OS_RUNTIME).
 constexpr int kEventClassCudaRuntime = 0;
@@ -79,6 +140,23 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
        "CREATE TEMP TABLE offcpu_in (ts, dur, pid, tid, cpu, state, syscall)"},
       {"syscalls_in", "SELECT ts, dur, pid, tid, nr, ret FROM syscalls" + scope.where(true, true),
        "CREATE TEMP TABLE syscalls_in (ts, dur, pid, tid, nr, ret)"},
+      // The device's records and kernel names (empty for a file that predates them). shortName
+      // as Nsight shows it: the demangled name up to its parameter list.
+      {"gpu_in",
+       "SELECT kind, pid, ts, max(dur, 0), device, context, stream, correlation, name_id, grid_x, "
+       "grid_y, grid_z, block_x, block_y, block_z, bytes, copy_kind, src_kind, dst_kind, detail "
+       "FROM gpu_activity" +
+           (scope.where(true, true).empty() ? std::string(" WHERE")
+                                            : scope.where(true, true) + " AND") +
+           " kind IN ('kernel', 'memcpy', 'memset')",
+       "CREATE TEMP TABLE gpu_in (kind, pid, ts, dur, device, context, stream, correlation, "
+       "name_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, bytes, copy_kind, src_kind, "
+       "dst_kind, detail)"},
+      {"kernel_names",
+       "SELECT id, name, mangled, CASE WHEN instr(name, '(') > 1 THEN substr(name, 1, "
+       "instr(name, '(') - 1) ELSE name END FROM gpu_kernel_names" +
+           scope.where(false, true),
+       "CREATE TEMP TABLE kernel_names (id INTEGER PRIMARY KEY, name, mangled, short)"},
   };
   for (const Stage& s : stages) {
     if (auto st = out->exec(s.create, "staging " + std::string(s.name)); !st) return st.error();
@@ -119,7 +197,8 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
       ", (s.pid << 24) | (s.tid & 16777215), NULL, "
       "(SELECT id FROM sid WHERE value = coalesce(n.name, 'syscall ' || s.nr)), "
       "coalesce(s.ret, 0), 0, NULL "
-      "FROM syscalls_in AS s LEFT JOIN src_syscall_names AS n ON n.nr = s.nr ORDER BY s.ts;\n"
+      "FROM syscalls_in AS s LEFT JOIN src_syscall_names AS n ON n.nr = s.nr ORDER BY s.ts;\n" +
+      gpu_tables_sql(start) +
       "INSERT INTO SCHED_EVENTS SELECT t, cpu, sched_in, gtid, state, NULL FROM ("
       "  SELECT ts - " +
       start +
@@ -141,11 +220,13 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
       "DROP TABLE temp.sid;";
   if (auto st = out->exec(sql, "shaping the Nsight tables"); !st) return st.error();
   ExportStats stats;
-  stats.tables = 8;
+  stats.tables = 11;
   auto count = store::Stmt::prepare(
       db,
       "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT count(*) FROM OSRT_API) "
-      "+ (SELECT count(*) FROM SCHED_EVENTS)",
+      "+ (SELECT count(*) FROM SCHED_EVENTS) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) "
+      "+ (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY) "
+      "+ (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET)",
       "counting");
   if (count && sqlite3_step(count->get()) == SQLITE_ROW)
     stats.rows = static_cast<uint64_t>(sqlite3_column_int64(count->get(), 0));

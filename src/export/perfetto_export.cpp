@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -67,6 +68,9 @@ uint64_t offcpu_uuid(uint32_t pid, uint32_t tid) {
 uint64_t counter_uuid(uint32_t pid, int kind) {
   return (uint64_t{4} << 56) | (uint64_t{pid} << 8) | static_cast<uint64_t>(kind);
 }
+// A GPU stream's track: numbered in the order the streams are met (CUPTI's stream ids are
+// any 32-bit value, too wide to pack beside the pid and device).
+uint64_t gpu_stream_uuid(uint64_t n) { return (uint64_t{5} << 56) | n; }
 
 class Out {
  public:
@@ -144,6 +148,7 @@ class PerfettoWriter {
   Status thread_calls(const Thread& t);
   Status thread_offcpu(const Thread& t);
   Status counters();
+  Status gpu_tracks();
   void slice_begin(int64_t ts, uint64_t track, const std::string& name, const char* category,
                    ProtoWriter& ev) {
     ev.varint(kEvType, kSliceBegin);
@@ -172,7 +177,7 @@ class PerfettoWriter {
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
   std::map<uint32_t, std::string> processes_;
   std::set<uint32_t> traced_pids_;
-  uint64_t slices_ = 0, flows_ = 0;
+  uint64_t slices_ = 0, flows_ = 0, gpu_tracks_ = 0;
 };
 
 Status PerfettoWriter::descriptors() {
@@ -387,6 +392,92 @@ Status PerfettoWriter::thread_offcpu(const Thread& t) {
   return {};
 }
 
+// The device's own timeline (trace --gpu-activity): one track per process, device and stream,
+// under the process, with a slice per kernel (its name), copy ("memcpy HtoD") and memset. A
+// stream runs its work in order; a record that starts before the one before it ended (a crafted
+// file) is cut to start there and says so, so the slices stay balanced.
+Status PerfettoWriter::gpu_tracks() {
+  if (!store::run_query(file_, "SELECT 1 FROM gpu_activity LIMIT 0")) return {};  // older file
+  std::unordered_map<int64_t, std::string> kernels;
+  if (auto st = load_map(file_, "SELECT id, name FROM gpu_kernel_names", kernels); !st) return st;
+  std::string w = scope_.where(true, true);
+  auto s = store::Stmt::prepare(
+      file_.db(),
+      "SELECT pid, coalesce(device, 0), coalesce(stream, -1), ts, dur, kind, name_id, "
+      "correlation, grid_x, grid_y, grid_z, block_x, block_y, block_z, bytes, copy_kind, "
+      "src_kind, dst_kind FROM gpu_activity" +
+          (w.empty() ? std::string(" WHERE") : w + " AND") +
+          " kind IN ('kernel', 'memcpy', 'memset') ORDER BY pid, 2, 3, ts, rowid",
+      "reading gpu_activity");
+  if (!s) return s.error();
+  sqlite3_stmt* q = s->get();
+  auto text = [&](int i) -> std::string {
+    const auto* t = sqlite3_column_text(q, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  };
+  auto present = [&](int i) { return sqlite3_column_type(q, i) != SQLITE_NULL; };
+  std::tuple<int64_t, int64_t, int64_t> key{-1, -1, -2};
+  uint64_t track = 0;
+  int64_t last_end = INT64_MIN;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    const auto pid = static_cast<uint32_t>(sqlite3_column_int64(q, 0));
+    const int64_t device = sqlite3_column_int64(q, 1), stream = sqlite3_column_int64(q, 2);
+    if (std::tuple<int64_t, int64_t, int64_t>{pid, device, stream} != key) {
+      key = {pid, device, stream};
+      track = gpu_stream_uuid(++gpu_tracks_);
+      last_end = INT64_MIN;
+      if (!processes_.count(pid)) {  // a process with device work only
+        processes_[pid] = "pid " + std::to_string(pid);
+        ProtoWriter p, d;
+        p.int64(1, pid);
+        p.string(6, processes_[pid]);
+        d.varint(1, process_uuid(pid));
+        d.message(3, p);
+        out_.packet(-1, kTrackDescriptor, d);
+      }
+      ProtoWriter d;
+      d.varint(1, track);
+      d.string(2, "GPU " + std::to_string(device) + " stream " + std::to_string(stream));
+      d.varint(5, process_uuid(pid));
+      out_.packet(-1, kTrackDescriptor, d);
+    }
+    int64_t ts = sqlite3_column_int64(q, 3);
+    const int64_t end = sat_add(ts, std::max<int64_t>(sqlite3_column_int64(q, 4), 0));
+    const std::string kind = text(5);
+    ProtoWriter ev;
+    if (present(7)) annotate(ev, "correlation", sqlite3_column_int64(q, 7));
+    std::string name = kind;
+    if (kind == "kernel") {
+      const auto k = kernels.find(sqlite3_column_int64(q, 6));
+      name = present(6) && k != kernels.end() ? k->second : "kernel";
+      if (present(8))
+        annotate(ev, "grid",
+                 std::to_string(sqlite3_column_int64(q, 8)) + "," +
+                     std::to_string(sqlite3_column_int64(q, 9)) + "," +
+                     std::to_string(sqlite3_column_int64(q, 10)));
+      if (present(11))
+        annotate(ev, "block",
+                 std::to_string(sqlite3_column_int64(q, 11)) + "," +
+                     std::to_string(sqlite3_column_int64(q, 12)) + "," +
+                     std::to_string(sqlite3_column_int64(q, 13)));
+    } else {
+      if (present(14)) annotate(ev, "bytes", sqlite3_column_int64(q, 14));
+      if (kind == "memcpy" && present(15)) name += " " + text(15);
+      if (present(16)) annotate(ev, "src_kind", text(16));
+      if (present(17)) annotate(ev, "dst_kind", text(17));
+    }
+    if (ts < last_end) {
+      annotate(ev, "cut_ns", sat_sub(last_end, ts));
+      ts = last_end;
+    }
+    if (end < ts) continue;  // wholly inside the one before it: nothing of it left to show
+    slice_begin(ts, track, name, kind == "kernel" ? "gpu_kernel" : "gpu_memory", ev);
+    slice_end(end, track);
+    last_end = end;
+  }
+  return {};
+}
+
 // Per process and second: calls started, their bytes, and off-CPU time, from the per-second
 // rollups' definitions over the rows in scope.
 Status PerfettoWriter::counters() {
@@ -457,6 +548,7 @@ Status PerfettoWriter::run(ExportStats& stats) {
     if (auto st = thread_offcpu(t); !st) return st;
   }
   if (auto st = counters(); !st) return st;
+  if (auto st = gpu_tracks(); !st) return st;
   stats.rows = slices_;
   stats.tables = threads_.size();
   return {};
@@ -470,10 +562,13 @@ Result<ExportStats> export_perfetto(const store::TraceFile& file, const Scope& s
   auto n = store::run_query(file, "SELECT (SELECT count(*) FROM api_calls" + in_scope +
                                       ") + (SELECT count(*) FROM offcpu" + in_scope + ")");
   if (!n) return n.error();
-  const uint64_t slices = std::stoull(n->rows.at(0).at(0));
+  uint64_t slices = std::stoull(n->rows.at(0).at(0));
+  if (auto g = store::run_query(file, "SELECT count(*) FROM gpu_activity" + in_scope))
+    slices += std::stoull(g->rows.at(0).at(0));  // the device's slices (a file may predate them)
   if (slices > opt.max_slices)
     return Error{"the window holds " + std::to_string(slices) +
-                     " calls and off-CPU intervals, more than the Perfetto UI shows comfortably (" +
+                     " calls, off-CPU intervals and GPU activity records, more than the Perfetto "
+                     "UI shows comfortably (" +
                      std::to_string(opt.max_slices) + ")",
                  "export a part of it with --since 10s, --from/--to or --pid, or raise "
                  "--max-slices (trace_processor reads larger files)",

@@ -129,6 +129,42 @@ TEST_F(GpuActivity, KernelRowsMatchTheSimulatorsTruth) {
   EXPECT_NE(text.out.find("GPU busy (device, CUPTI)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("top kernels:"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("GPU busy (host-side estimate)"), std::string::npos) << text.out;
+
+  // The compute/stall ratio against the simulator's truth. Its device thread runs one operation
+  // at a time, each as soon as it is queued: kernels are kernel_busy_ns, copies alone the rest
+  // of gpu_busy_ns, and every idle nanosecond the queue was empty (the device waited on the
+  // host), so the truth's ratio is kernel / (copies + idle) over the figures' span.
+  ASSERT_TRUE(p.contains("gpu_time")) << a.out;
+  const json& g = p["gpu_time"];
+  EXPECT_EQ(g["source"], "device");
+  ASSERT_EQ(g["devices"].size(), 1u) << g;
+  const json& d = g["devices"][0];
+  const double span = g["span_ns"].get<double>();
+  EXPECT_NEAR(d["kernel_ns"].get<double>(), truth_kernel_ns, 0.01 * truth_kernel_ns) << g;
+  const double truth_copy_ns = busy_truth - truth_kernel_ns;
+  EXPECT_NEAR(d["copy_stall_ns"].get<double>(), truth_copy_ns, 0.01 * truth_copy_ns) << g;
+  // The categories split the idle time exactly.
+  const json& idle = d["idle"];
+  EXPECT_EQ(idle["host_wait_ns"].get<int64_t>() + idle["kernel_wait_ns"].get<int64_t>() +
+                idle["other_ns"].get<int64_t>(),
+            idle["idle_ns"].get<int64_t>());
+  EXPECT_EQ(idle["idle_ns"].get<int64_t>() + d["busy_ns"].get<int64_t>(),
+            g["span_ns"].get<int64_t>());
+  const double truth_ratio = truth_kernel_ns / (span - truth_kernel_ns);
+  EXPECT_NEAR(d["compute_stall_ratio"].get<double>(), truth_ratio, 0.01 * truth_ratio) << g.dump();
+  ASSERT_FALSE(d["streams"].empty());
+  EXPECT_EQ(d["streams"][0]["thread"]["pid"].get<int64_t>(), summary["pid"].get<int64_t>()) << g;
+  EXPECT_NE(text.out.find("compute/stall"), std::string::npos) << text.out;
+
+  // explain measures the GPU-idle time from the same records, and says so.
+  RunResult e = run({gpuwhy_binary(), "explain", "--db", db, "--pid", pid, "--json"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const json ex = json::parse(e.out);
+  EXPECT_EQ(ex["gpu_time"]["source"], "device") << e.out;
+  ASSERT_FALSE(ex["budgets"].empty());
+  EXPECT_EQ(ex["budgets"][0]["gpu_idle_source"], "device");
+  RunResult et = run({gpuwhy_binary(), "explain", "--db", db, "--pid", pid});
+  EXPECT_NE(et.out.find("GPU time (measured on the device"), std::string::npos) << et.out;
 }
 
 TEST_F(GpuActivity, StepsAsideForAnotherSubscriber) {

@@ -142,6 +142,12 @@ class RowsBuilder {
     rows_.losses.push_back({std::move(source), std::move(cause), n});
     return *this;
   }
+  // What the device ran for `pid` (trace --gpu-activity's gpu_activity rows).
+  RowsBuilder& device_work(uint32_t pid, DeviceWork kind, double at_ms, double end_ms,
+                           int32_t device = 0, int64_t stream = 7) {
+    rows_.device_activity.push_back({at(at_ms), at(end_ms) - at(at_ms), pid, device, stream, kind});
+    return *this;
+  }
   TraceRows& rows() { return rows_; }
   TraceRows build() {
     TraceRows r = rows_;

@@ -246,6 +246,48 @@ TEST(ExportNsight, NsightRecipesRunOnTheSubset) {
   }
 }
 
+// The device's records in Nsight's GPU tables (the gpu_truth fixture): nsys's kernel summary
+// recipe gives the trace's own per-kernel totals; copies carry CUPTI's kind numbers.
+TEST(ExportNsight, GpuTablesAnswerNsysKernelAndCopyRecipes) {
+  if (!have("sqlite3")) GTEST_SKIP() << "sqlite3 CLI not installed (scripts/install-export-tools)";
+  const std::string db = Traces::db("gpu_truth");
+  const std::string nsys = do_export("gpu_truth", "nsight", "nsys.sqlite");
+  const json want = gpuwhy_rows(db,
+                                "SELECT n.name AS name, count(*) AS n, sum(a.dur) AS ns, "
+                                "min(a.ts) - (SELECT start_ns FROM session) AS first FROM "
+                                "gpu_activity AS a JOIN gpu_kernel_names AS n ON n.id = "
+                                "a.name_id WHERE a.kind = 'kernel' GROUP BY 1 ORDER BY 1");
+  ASSERT_EQ(want.size(), 2u) << want;
+  EXPECT_EQ(sqlite3_rows(nsys,
+                         "SELECT s.value AS name, count(*) AS n, sum(k.end - k.start) AS ns, "
+                         "min(k.start) AS first FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN "
+                         "StringIds AS s ON s.id = k.demangledName GROUP BY 1 ORDER BY 1"),
+            want);
+  EXPECT_EQ(sqlite3_rows(nsys,
+                         "SELECT DISTINCT s.value AS short, gridX, blockX, deviceId, streamId, "
+                         "globalPid / 0x1000000 AS pid FROM CUPTI_ACTIVITY_KIND_KERNEL JOIN "
+                         "StringIds AS s ON s.id = shortName ORDER BY 1"),
+            json::parse(R"([{"short": "gemm_kernel", "gridX": 128, "blockX": 256, "deviceId": 0,
+                             "streamId": 7, "pid": 3100},
+                            {"short": "relu_kernel", "gridX": 64, "blockX": 128, "deviceId": 0,
+                             "streamId": 7, "pid": 3100}])"));
+  // The uploads: HtoD (1) from pageable (1) to device (3) memory, as CUPTI numbers them.
+  EXPECT_EQ(sqlite3_rows(nsys,
+                         "SELECT copyKind, srcKind, dstKind, count(*) AS n, sum(bytes) AS bytes, "
+                         "sum(end - start) AS ns FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1, 2, 3"),
+            gpuwhy_rows(db,
+                        "SELECT 1 AS copyKind, 1 AS srcKind, 3 AS dstKind, count(*) AS n, "
+                        "sum(bytes) AS bytes, sum(dur) AS ns FROM gpu_activity WHERE kind = "
+                        "'memcpy' AND copy_kind = 'HtoD' AND src_kind = 'pageable' AND "
+                        "dst_kind = 'device'"));
+  EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_MEMSET"),
+            json::parse(R"([{"n": 0}])"));
+  // A trace without the device's records: the tables are there, empty.
+  const std::string host_only = do_export("lock_wait", "nsight", "nsys.sqlite");
+  EXPECT_EQ(sqlite3_rows(host_only, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL"),
+            json::parse(R"([{"n": 0}])"));
+}
+
 std::map<std::string, std::string> trace_counts(const std::string& db) {
   std::map<std::string, std::string> counts;
   const ShellRun tables = gpuwhy_query(
@@ -383,6 +425,69 @@ TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
     while (std::getline(in, n)) want.insert("\"" + n.substr(0, n.size() - 1) + "\"");
     EXPECT_EQ(d.call_names, want) << fixture;
   }
+}
+
+// The device's records (trace --gpu-activity; the gpu_truth fixture): a track per device and
+// stream under the process, one slice per kernel, copy and memset, named by the kernel or the
+// copy's kind, each as long as its record, in order and balanced.
+TEST(ExportPerfetto, GpuTracksHoldTheDevicesRecords) {
+  if (!have("protoc")) GTEST_SKIP() << "protoc not installed (scripts/install-export-tools)";
+  const std::string db = Traces::db("gpu_truth");
+  const std::string file = do_export("gpu_truth", "perfetto", "trace.pftrace");
+  const Decoded d = decode_perfetto(file);
+  EXPECT_EQ(d.unknown, 0);
+  EXPECT_EQ(d.misnested, 0);
+  const int calls = count_of(db, "SELECT count(*) FROM api_calls");
+  const int gpu = count_of(db, "SELECT count(*) FROM gpu_activity");
+  ASSERT_GT(gpu, 0);
+  EXPECT_EQ(d.types.count("TYPE_SLICE_BEGIN") ? d.types.at("TYPE_SLICE_BEGIN") : 0, calls + gpu);
+  // Slice names: the calls' APIs, the kernels' names, "memcpy HtoD" for the uploads.
+  std::multiset<std::string> want;
+  const ShellRun names = gpuwhy_query(
+      db,
+      "SELECT name FROM api_calls UNION ALL SELECT n.name FROM gpu_activity AS a JOIN "
+      "gpu_kernel_names AS n ON n.id = a.name_id UNION ALL SELECT 'memcpy ' || copy_kind FROM "
+      "gpu_activity WHERE kind = 'memcpy'");
+  std::istringstream in(names.out);
+  std::string n;
+  std::getline(in, n);
+  while (std::getline(in, n)) {
+    if (!n.empty() && n.back() == '\r') n.pop_back();
+    if (n.size() > 1 && n.front() == '"') n = n.substr(1, n.size() - 2);  // CSV-quoted
+    want.insert("\"" + n + "\"");
+  }
+  EXPECT_EQ(d.call_names, want);
+  // The GPU track: named, and its slices add up to the records' durations (one stream, no
+  // overlap in the fixture).
+  const ShellRun r =
+      sh("protoc --proto_path=" + quote((kSource / "src/export").string()) +
+         " --decode=perfetto.protos.Trace perfetto_trace.proto < " + quote(file) + " 2>&1");
+  ASSERT_EQ(r.rc, 0);
+  std::istringstream lines(r.out);
+  std::string line, name, type;
+  uint64_t uuid = 0, track = 0, gpu_track = 0;
+  int64_t ts = 0, begun = 0, slice_ns = 0;
+  int gpu_tracks = 0;
+  while (std::getline(lines, line)) {
+    const size_t b = line.find_first_not_of(' ');
+    const std::string l = b == std::string::npos ? "" : line.substr(b);
+    if (line == "}") {
+      if (name == "\"GPU 0 stream 7\"") gpu_track = uuid, ++gpu_tracks;
+      if (track != 0 && track == gpu_track && type == "TYPE_SLICE_BEGIN") begun = ts;
+      if (track != 0 && track == gpu_track && type == "TYPE_SLICE_END") slice_ns += ts - begun;
+      name.clear();
+      type.clear();
+      uuid = track = 0;
+      continue;
+    }
+    if (l.starts_with("uuid: ")) uuid = std::stoull(l.substr(6));
+    if (l.starts_with("name: ") && uuid != 0) name = l.substr(6);
+    if (l.starts_with("type: ")) type = l.substr(6);
+    if (l.starts_with("timestamp: ")) ts = std::stoll(l.substr(11));
+    if (l.starts_with("track_uuid: ")) track = std::stoull(l.substr(12));
+  }
+  EXPECT_EQ(gpu_tracks, 1);
+  EXPECT_EQ(slice_ns, count_of(db, "SELECT sum(dur) FROM gpu_activity"));
 }
 
 TEST(ExportPerfetto, ARefusedWindowSaysHowToNarrowIt) {

@@ -64,12 +64,20 @@ EventRun steady_run(std::span<const int64_t> ts) {
   run.typical_gap = typical_gap(ts, run);
   const int64_t cut = std::max<int64_t>(10 * run.typical_gap, (ts[run.last] - ts[run.first]) / 50);
   const size_t edge = m / 10;
+  // Events per ns over [ts[a], ts[b]] (a < b).
+  const auto rate = [&](size_t a, size_t b) {
+    return static_cast<double>(b - a) / static_cast<double>(std::max<int64_t>(1, ts[b] - ts[a]));
+  };
+  // A pause cuts only where the part it cuts off, the pause with it, ran at under half the rate
+  // of the rest: a warm-up step before seconds of loading, not the last steps of a loop that a
+  // preemption held up for a few milliseconds.
   EventRun out = run;
-  for (size_t k = run.first; k < run.first + edge; ++k)
-    if (ts[k + 1] - ts[k] > cut) out.first = k + 1;  // the last such pause ends the start-up
+  for (size_t k = run.first; k < run.first + edge; ++k)  // the last such pause ends the start-up
+    if (ts[k + 1] - ts[k] > cut && rate(run.first, k + 1) < rate(k + 1, run.last) / 2)
+      out.first = k + 1;
   for (size_t k = run.last - edge; k < run.last; ++k) {
-    if (ts[k + 1] - ts[k] > cut) {  // the first such pause begins the tail
-      out.last = k;
+    if (ts[k + 1] - ts[k] > cut && rate(k, run.last) < rate(run.first, k) / 2) {
+      out.last = k;  // the first such pause begins the tail
       break;
     }
   }

@@ -35,9 +35,10 @@ struct EventRun {
 // 2. A pause in the run's first or last tenth of events, ten times longer than its typical gap
 //    (the gap the run spends half its time in gaps shorter than, so a run of steps each ending in
 //    a long sync has that sync as its typical gap) and 2% of the run or more, ends the start-up
-//    before it or begins the tail after it: a warm-up step's few launches before seconds of
-//    data loading are start-up, though dense.
-// Under kMinEvents events, the whole list.
+//    before it or begins the tail after it, when the part it cuts off (the pause with it) ran at
+//    under half the rate of the rest: a warm-up step's few launches before seconds of data
+//    loading are start-up, though dense; a loop's last steps held up by a preemption are not.
+// Under kMinPhaseEvents events, the whole list.
 EventRun steady_run(std::span<const int64_t> ts);
 inline constexpr size_t kMinPhaseEvents = 32;
 

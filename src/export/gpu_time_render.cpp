@@ -14,7 +14,7 @@ using namespace analysis;  // NOLINT: the renderer speaks the analysis' vocabula
 using json = nlohmann::ordered_json;
 using untrusted::shown;
 
-double share(int64_t ns, int64_t of) {
+double span_share(int64_t ns, int64_t of) {
   return of > 0 ? static_cast<double>(ns) / static_cast<double>(of) : 0.0;
 }
 
@@ -23,12 +23,12 @@ std::string signed_duration(int64_t ns) {
 }
 
 std::string split_text(const IdleSplit& s, int64_t of) {
-  return "waiting on the host " + fmt_percent(share(s.host_wait_ns, of)) +
-         ", between queued work " + fmt_percent(share(s.kernel_wait_ns, of)) + ", other " +
-         fmt_percent(share(s.other_ns, of));
+  return "waiting on the host " + fmt_percent(span_share(s.host_wait_ns, of)) +
+         ", between queued work " + fmt_percent(span_share(s.kernel_wait_ns, of)) + ", other " +
+         fmt_percent(span_share(s.other_ns, of));
 }
 
-json task_json(const Task& t) {
+json gpu_task_json(const Task& t) {
   json j{{"pid", t.pid}, {"comm", t.comm}};
   if (t.tid != 0) j["tid"] = t.tid;
   return j;
@@ -48,10 +48,10 @@ std::string devices_text(const ProcessGpuTime& p, const std::string& indent, siz
   std::ostringstream os;
   for (const DeviceTime& d : p.devices) {
     os << indent << "device " << d.device << ": kernels "
-       << fmt_percent(share(d.kernel_ns, p.span_ns)) << ", copies alone "
-       << fmt_percent(share(d.copy_stall_ns, p.span_ns)) << ", idle "
-       << fmt_percent(share(d.idle.total(), p.span_ns)) << " (" << split_text(d.idle, p.span_ns)
-       << "); compute/stall "
+       << fmt_percent(span_share(d.kernel_ns, p.span_ns)) << ", copies alone "
+       << fmt_percent(span_share(d.copy_stall_ns, p.span_ns)) << ", idle "
+       << fmt_percent(span_share(d.idle.total(), p.span_ns)) << " ("
+       << split_text(d.idle, p.span_ns) << "); compute/stall "
        << (d.compute_stall_ratio() < 0 ? std::string("- (no stall)")
                                        : fmt_ratio(d.compute_stall_ratio()))
        << "\n";
@@ -59,7 +59,7 @@ std::string devices_text(const ProcessGpuTime& p, const std::string& indent, siz
       const StreamIdle& s = d.streams[i];
       const int64_t span = s.last_ns - s.first_ns;
       os << indent << "  stream " << s.stream << ": idle "
-         << fmt_percent(share(s.idle.total(), span)) << " of " << fmt_duration(span) << " ("
+         << fmt_percent(span_share(s.idle.total(), span)) << " of " << fmt_duration(span) << " ("
          << split_text(s.idle, span) << ")";
       if (s.thread.tid != 0) os << ", launched by " << shown(s.thread.label());
       os << "\n";
@@ -75,11 +75,11 @@ std::string gpu_time_text(const GpuTimeReport& g, size_t streams) {
   if (g.source == "mixed") os << "; processes without its records: estimated from their calls";
   os << ")\n";
   for (const ProcessGpuTime& p : g.processes) {
-    os << "  " << shown(p.process.label()) << ": busy " << fmt_percent(share(p.busy_ns, p.span_ns))
-       << " of " << fmt_duration(p.span_ns);
+    os << "  " << shown(p.process.label()) << ": busy "
+       << fmt_percent(span_share(p.busy_ns, p.span_ns)) << " of " << fmt_duration(p.span_ns);
     if (p.measured) {
-      os << " (its calls estimated " << fmt_percent(share(p.host_busy_ns, p.span_ns)) << ", off by "
-         << signed_duration(p.host_error_ns()) << ")\n";
+      os << " (its calls estimated " << fmt_percent(span_share(p.host_busy_ns, p.span_ns))
+         << ", off by " << signed_duration(p.host_error_ns()) << ")\n";
     } else {
       os << " (estimated from its calls: no device records)\n";
     }
@@ -104,7 +104,7 @@ json process_gpu_time_json(const ProcessGpuTime& p) {
               {"last_rel_ns", s.last_ns},
               {"busy_ns", s.busy_ns},
               {"idle", split_json(s.idle)}};
-      if (s.thread.tid != 0) sj["thread"] = task_json(s.thread);
+      if (s.thread.tid != 0) sj["thread"] = gpu_task_json(s.thread);
       ss.push_back(std::move(sj));
     }
     const double ratio = d.compute_stall_ratio();
@@ -116,8 +116,8 @@ json process_gpu_time_json(const ProcessGpuTime& p) {
                        {"compute_stall_ratio", ratio < 0 ? json(nullptr) : json(round4(ratio))},
                        {"streams", std::move(ss)}});
   }
-  return {{"process", task_json(p.process)},
-          {"thread", task_json(p.thread)},
+  return {{"process", gpu_task_json(p.process)},
+          {"thread", gpu_task_json(p.thread)},
           {"span_ns", p.span_ns},
           {"source", p.measured ? "device" : "host"},
           {"busy_ns", p.busy_ns},

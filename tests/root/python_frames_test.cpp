@@ -463,8 +463,18 @@ TEST_P(PythonFrames, ConcurrentThreadsEachNameTheirOwnLine) {
   }
   EXPECT_LT(spans["a"].first, spans["b"].second) << "the threads' calls did not overlap";
   EXPECT_LT(spans["b"].first, spans["a"].second) << "the threads' calls did not overlap";
-  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'"))
-    EXPECT_EQ(r[1], "0") << r[0];
+  // Every call's stack is checked above, exactly. A CPU sample interrupts the threads at any
+  // instruction, inside a frame push too, and may find a frame whose code is not written yet: it
+  // is counted (frame_not_code), as it must be, and may happen to one sample in a hundred.
+  const auto samples = rows_of(*f, "SELECT count(*) FROM cpu_samples");
+  ASSERT_EQ(samples.size(), 1u);
+  const int64_t allowed = std::stoll(samples[0][0]) / 100;
+  for (const auto& r : rows_of(*f, "SELECT cause, count FROM losses WHERE source = 'python'")) {
+    if (r[0] == "frame_not_code")
+      EXPECT_LE(std::stoll(r[1]), allowed) << r[0];
+    else
+      EXPECT_EQ(r[1], "0") << r[0];
+  }
 }
 
 // Code objects that live a moment only (short_lived.py), as most of the frames a PyTorch start-up

@@ -318,13 +318,15 @@ IdleList measured_idle(const TraceRows& rows, const std::vector<const ThreadSumm
     out.tids.push_back(t->tid);
   }
   const uint32_t pid = threads.front()->pid;
-  for (const auto& [s, e] : gaps_of(device_busy(rows, pid, lo, hi), lo, hi)) {
-    out.pieces.push_back({s, e, 0});
+  for (const auto& gap : gaps_of(device_busy(rows, pid, lo, hi), lo, hi)) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const int64_t s = gap.first;
+    out.pieces.push_back({s, gap.second, 0});
     for (const ThreadSummary* t : threads) {
       const auto b = rows.calls.begin();
       const auto at = std::partition_point(b + static_cast<std::ptrdiff_t>(t->call_begin),
                                            b + static_cast<std::ptrdiff_t>(t->call_end),
-                                           [&](const CallRow& c) { return c.ts < s; });
+                                           [s](const CallRow& c) { return c.ts < s; });
       out.hints.push_back(static_cast<size_t>(at - b));
     }
   }

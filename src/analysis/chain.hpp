@@ -55,4 +55,8 @@ struct Chain {
   double share() const { return span_ns > 0 ? static_cast<double>(lost_ns) / span_ns : 0.0; }
 };
 
+// A start_up or tail chain: a phase outside the steady state (phases.hpp), summarised after the
+// steady state's causes and kept from the whole trace when explain narrows to the steady state.
+inline bool is_phase(const Chain& c) { return c.kind == "start_up" || c.kind == "tail"; }
+
 }  // namespace gpuwhy::analysis

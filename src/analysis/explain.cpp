@@ -241,8 +241,7 @@ std::vector<Chain> rank_chains(std::vector<Chain> chains, const Thresholds& th, 
   // not the story); then most time lost first; ties by kind then victim, so the order never
   // depends on hash order.
   std::stable_sort(kept.begin(), kept.end(), [](const Chain& a, const Chain& b) {
-    const bool sa = a.kind == "start_up" || a.kind == "tail";
-    const bool sb = b.kind == "start_up" || b.kind == "tail";
+    const bool sa = is_phase(a), sb = is_phase(b);
     if (sa != sb) return sb;
     if (a.lost_ns != b.lost_ns) return a.lost_ns > b.lost_ns;
     if (a.kind != b.kind) return a.kind < b.kind;

@@ -46,7 +46,7 @@ bool narrow_to_steady_state(LoadOptions& opt, const SteadyWindow& w, int64_t tra
 
 void add_phases(Report& steady, const Report& whole) {
   for (const Chain& c : whole.chains)
-    if (c.kind == "start_up" || c.kind == "tail") steady.chains.push_back(c);
+    if (is_phase(c)) steady.chains.push_back(c);
   for (const auto& [pid, p] : whole.phases) steady.phases.insert_or_assign(pid, p);
 }
 

@@ -51,6 +51,8 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT
   globalPid INTEGER, value INTEGER, bytes INTEGER NOT NULL, graphNodeId INTEGER,
   memKind INTEGER);
 CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+CREATE TABLE TARGET_INFO_GPU (id INTEGER NOT NULL, name TEXT, busLocation TEXT, uuid TEXT,
+  totalMemory INTEGER, smCount INTEGER, chipName TEXT);
 CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
 )sql";
 
@@ -104,9 +106,16 @@ std::string gpu_tables_sql(const std::string& start) {
          memory_kind("detail") + " FROM gpu_in WHERE kind = 'memset' ORDER BY ts;\n";
 }
 
-// Event classes as Nsight numbers them (TRACE_PROCESS_EVENT_CUDA_RUNTIME, _OS_RUNTIME).
+// Event classes as Nsight numbers them (TRACE_PROCESS_EVENT_CUDA_RUNTIME, _CUDA_DRIVER,
+// _OS_RUNTIME). A driver call made inside a runtime call (cudaStreamSynchronize's
+// cuStreamSynchronize) lies within it: a summary over both classes counts that time twice, so
+// recipes that rank APIs by their share filter on eventClass (docs/export.md).
 constexpr int kEventClassCudaRuntime = 0;
+constexpr int kEventClassCudaDriver = 1;
 constexpr int kEventClassOsRuntime = 27;
+// META_DATA_EXPORT's EXPORT_SCHEMA_VERSION: the version of this subset's tables and columns
+// (not Nsight's own numbering), raised when one changes.
+constexpr int kNsightSubsetVersion = 2;
 
 }  // namespace
 
@@ -124,8 +133,8 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
     const char* create;
   };
   const Stage stages[] = {
-      {"src_apis", "SELECT id, name FROM apis",
-       "CREATE TEMP TABLE src_apis (id INTEGER PRIMARY KEY, name)"},
+      {"src_apis", "SELECT id, name, family FROM apis",
+       "CREATE TEMP TABLE src_apis (id INTEGER PRIMARY KEY, name, family)"},
       {"src_syscall_names", "SELECT nr, name FROM syscall_names",
        "CREATE TEMP TABLE src_syscall_names (nr INTEGER PRIMARY KEY, name)"},
       {"src_threads", "SELECT pid, tid, comm FROM threads" + scope.where(false, true),
@@ -133,8 +142,8 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
       {"src_processes", "SELECT pid, comm FROM processes" + scope.where(false, true),
        "CREATE TEMP TABLE src_processes (pid, comm)"},
       {"calls_in",
-       "SELECT rowid, ts, dur, pid, tid, api, ret FROM api_calls" + scope.where(true, true),
-       "CREATE TEMP TABLE calls_in (id, ts, dur, pid, tid, api, ret)"},
+       "SELECT rowid, ts, dur, pid, tid, api, ret, addr FROM api_calls" + scope.where(true, true),
+       "CREATE TEMP TABLE calls_in (id, ts, dur, pid, tid, api, ret, addr)"},
       {"offcpu_in",
        "SELECT ts, dur, pid, tid, cpu, state, syscall FROM offcpu" + scope.where(true, true),
        "CREATE TEMP TABLE offcpu_in (ts, dur, pid, tid, cpu, state, syscall)"},
@@ -187,9 +196,9 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
       "CREATE TEMP TABLE sid AS SELECT value, id FROM StringIds;\n"
       "CREATE UNIQUE INDEX temp.sid_value ON sid(value);\n"
       "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT c.ts - " +
-      start + ", c.ts + coalesce(c.dur, 0) - " + start + ", " +
-      std::to_string(kEventClassCudaRuntime) +
-      ", (c.pid << 24) | (c.tid & 16777215), c.id, "
+      start + ", c.ts + coalesce(c.dur, 0) - " + start + ", CASE a.family WHEN 'cuda' THEN " +
+      std::to_string(kEventClassCudaDriver) + " ELSE " + std::to_string(kEventClassCudaRuntime) +
+      " END, (c.pid << 24) | (c.tid & 16777215), c.id, "
       "(SELECT id FROM sid WHERE value = a.name), coalesce(c.ret, 0), NULL "
       "FROM calls_in AS c JOIN src_apis AS a ON a.id = c.api ORDER BY c.ts;\n"
       "INSERT INTO OSRT_API SELECT s.ts - " +
@@ -216,11 +225,20 @@ Result<ExportStats> export_nsight_sqlite(const store::TraceFile& file, const Sco
       ", NULL, NULL);\n"
       "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PROGRAM_NAME', 'gpuwhy'), "
       "('EXPORT_PROGRAM_VERSION', '" GPUWHY_VERSION
-      "'), ('EXPORT_FORMAT', 'nsight-subset');\n"
+      "'), ('EXPORT_FORMAT', 'nsight-subset'), ('EXPORT_SCHEMA_VERSION', '" +
+      std::to_string(kNsightSubsetVersion) +
+      "');\n"
+      // The devices the trace saw work on (the device's records) or a thread select; gpuwhy
+      // reads no device properties, so only the ordinal is known.
+      "INSERT INTO TARGET_INFO_GPU (id) SELECT DISTINCT d FROM (SELECT coalesce(device, 0) AS d "
+      "FROM gpu_in UNION SELECT c.addr FROM calls_in AS c JOIN src_apis AS a ON a.id = c.api "
+      "WHERE a.name IN ('cudaSetDevice', 'hipSetDevice') AND coalesce(c.ret, 0) = 0 AND "
+      "c.addr BETWEEN 0 AND 1023 UNION SELECT 0 WHERE EXISTS (SELECT 1 FROM calls_in)) "
+      "ORDER BY d;\n"
       "DROP TABLE temp.sid;";
   if (auto st = out->exec(sql, "shaping the Nsight tables"); !st) return st.error();
   ExportStats stats;
-  stats.tables = 11;
+  stats.tables = 12;
   auto count = store::Stmt::prepare(
       db,
       "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT count(*) FROM OSRT_API) "

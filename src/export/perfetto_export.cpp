@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes the Perfetto trace thread by thread (perfetto_export.hpp). Every packet is on one
-// sequence with absolute timestamps and names written out (no interning): simple to check with
-// protoc, and trace_processor sorts the packets itself.
+// sequence (perfetto_sequence.hpp: interned names, a clock snapshot) with absolute timestamps;
+// each track's events are written in time order, and trace_processor sorts the tracks' packets
+// into one timeline itself.
 #include "export/perfetto_export.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/cleanup.hpp"
+#include "export/perfetto_sequence.hpp"
 #include "export/proto_writer.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
@@ -36,26 +38,21 @@ int64_t sat_sub(int64_t a, int64_t b) {
 
 // TracePacket / TrackEvent / TrackDescriptor field numbers (perfetto_trace.proto).
 enum : uint32_t {
-  kTracePacket = 1,
-  kTimestamp = 8,
-  kSequenceId = 10,
   kTrackEvent = 11,
-  kSequenceFlags = 13,
   kTrackDescriptor = 60,
+  kEvCategoryIids = 3,
   kEvAnnotations = 4,
   kEvType = 9,
+  kEvNameIid = 10,
   kEvTrack = 11,
-  kEvCategories = 22,
-  kEvName = 23,
   kEvCounterValue = 30,
   kEvFlowIds = 47,
   kEvTerminatingFlowIds = 48,
-  kAnnName = 10,
+  kAnnNameIid = 1,
   kAnnInt = 4,
   kAnnString = 6,
 };
 enum : uint64_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
-constexpr uint32_t kSequence = 1;
 
 // Track uuids: a kind in the top byte, then the ids.
 uint64_t process_uuid(uint32_t pid) { return (uint64_t{1} << 56) | pid; }
@@ -71,42 +68,9 @@ uint64_t counter_uuid(uint32_t pid, int kind) {
 // A GPU stream's track: numbered in the order the streams are met (CUPTI's stream ids are
 // any 32-bit value, too wide to pack beside the pid and device).
 uint64_t gpu_stream_uuid(uint64_t n) { return (uint64_t{5} << 56) | n; }
-
-class Out {
- public:
-  explicit Out(FILE* f) : f_(f) {}
-  // One TracePacket with `body` (a TrackEvent or TrackDescriptor under `field`).
-  void packet(int64_t ts, uint32_t field, const ProtoWriter& body, bool first = false) {
-    pkt_.clear();
-    if (ts >= 0) pkt_.varint(kTimestamp, static_cast<uint64_t>(ts));
-    pkt_.varint(kSequenceId, kSequence);
-    if (first) pkt_.varint(kSequenceFlags, 1);  // SEQ_INCREMENTAL_STATE_CLEARED
-    pkt_.message(field, body);
-    outer_.clear();
-    outer_.message(kTracePacket, pkt_);
-    if (std::fwrite(outer_.data().data(), 1, outer_.size(), f_) != outer_.size()) failed_ = true;
-    bytes_ += outer_.size();
-  }
-  bool failed() const { return failed_; }
-
- private:
-  FILE* f_;
-  ProtoWriter pkt_, outer_;
-  bool failed_ = false;
-  uint64_t bytes_ = 0;
-};
-
-void annotate(ProtoWriter& ev, std::string_view name, int64_t v) {
-  ProtoWriter a;
-  a.string(kAnnName, name);
-  a.int64(kAnnInt, v);
-  ev.message(kEvAnnotations, a);
-}
-void annotate(ProtoWriter& ev, std::string_view name, std::string_view v) {
-  ProtoWriter a;
-  a.string(kAnnName, name);
-  a.string(kAnnString, v);
-  ev.message(kEvAnnotations, a);
+// A waker's wake-ups, under its thread.
+uint64_t wakeups_uuid(uint32_t pid, uint32_t tid) {
+  return (uint64_t{6} << 56) | (uint64_t{pid} << 24) | (tid & 0xffffff);
 }
 
 std::string hex(int64_t v) {
@@ -138,7 +102,7 @@ struct Thread {
 
 class PerfettoWriter {
  public:
-  PerfettoWriter(const store::TraceFile& file, const Scope& scope, Out& out)
+  PerfettoWriter(const store::TraceFile& file, const Scope& scope, PerfettoSequence& out)
       : file_(file), scope_(scope), out_(out) {}
 
   Status run(ExportStats& stats);
@@ -149,12 +113,29 @@ class PerfettoWriter {
   Status thread_offcpu(const Thread& t);
   Status counters();
   Status gpu_tracks();
+  void wake_ups();
+  void annotate(ProtoWriter& ev, std::string_view name, int64_t v) {
+    ProtoWriter a;
+    a.varint(kAnnNameIid, out_.iid(kInternedAnnotationNames, name));
+    a.int64(kAnnInt, v);
+    ev.message(kEvAnnotations, a);
+  }
+  void annotate(ProtoWriter& ev, std::string_view name, std::string_view v) {
+    ProtoWriter a;
+    a.varint(kAnnNameIid, out_.iid(kInternedAnnotationNames, name));
+    a.string(kAnnString, v);
+    ev.message(kEvAnnotations, a);
+  }
+  // An event's category and name, interned.
+  void named(ProtoWriter& ev, std::string_view category, std::string_view name) {
+    ev.varint(kEvCategoryIids, out_.iid(kInternedEventCategories, category));
+    ev.varint(kEvNameIid, out_.iid(kInternedEventNames, name));
+  }
   void slice_begin(int64_t ts, uint64_t track, const std::string& name, const char* category,
                    ProtoWriter& ev) {
     ev.varint(kEvType, kSliceBegin);
     ev.varint(kEvTrack, track);
-    ev.string(kEvCategories, category);
-    ev.string(kEvName, name);
+    named(ev, category, name);
     out_.packet(ts, kTrackEvent, ev);
     ++slices_;
   }
@@ -172,11 +153,19 @@ class PerfettoWriter {
 
   const store::TraceFile& file_;
   const Scope& scope_;
-  Out& out_;
+  PerfettoSequence& out_;
   Lookups names_;
   std::map<std::pair<uint32_t, uint32_t>, Thread> threads_;
   std::map<uint32_t, std::string> processes_;
   std::set<uint32_t> traced_pids_;
+  // The wakers' side of the wake-up flows, written after every thread's own events (wake_ups()).
+  struct WakeUp {
+    uint32_t pid, tid;
+    int64_t ts;
+    uint64_t flow;
+    std::string name;
+  };
+  std::vector<WakeUp> wakeups_;
   uint64_t slices_ = 0, flows_ = 0, gpu_tracks_ = 0;
 };
 
@@ -217,17 +206,28 @@ Status PerfettoWriter::descriptors() {
                          waker_names);
       !st)
     return st;
-  bool first = true;
+  // A process gpuwhy did not trace (a waker's) is named by its main thread's recorded task name,
+  // else by the first of its threads that woke one (a kernel thread is its own process).
+  std::unordered_map<int64_t, std::string> waker_processes;  // the last row of a pid wins
+  if (auto st = load_map(file_,
+                         "SELECT o.waker_pid, s.s FROM offcpu AS o JOIN strings AS s ON "
+                         "s.id = o.waker_comm" +
+                             (in_scope.empty() ? " WHERE" : in_scope + " AND") +
+                             " o.waker_pid NOT NULL ORDER BY o.waker_tid = o.waker_pid, o.ts DESC",
+                         waker_processes);
+      !st)
+    return st;
   for (auto& [pid, name] : processes_) {
-    name = procs.count(pid) ? procs[pid] : "pid " + std::to_string(pid);
+    name = !procs[pid].empty()          ? procs[pid]
+           : waker_processes.count(pid) ? waker_processes[pid]
+                                        : "pid " + std::to_string(pid);
     ProtoWriter p, d;
     p.int64(1, pid);
     if (cmdlines.count(pid) && !cmdlines[pid].empty()) p.string(2, cmdlines[pid]);
     p.string(6, name);
     d.varint(1, process_uuid(pid));
     d.message(3, p);
-    out_.packet(-1, kTrackDescriptor, d, first);
-    first = false;
+    out_.packet(-1, kTrackDescriptor, d);
     if (!traced_pids_.count(pid)) continue;  // a waker's process: no counters to show
     const char* kCounterNames[] = {"GPU API calls/s", "GPU API bytes/s", "off-CPU ns/s"};
     const uint64_t kUnits[] = {2, 3, 1};
@@ -305,8 +305,7 @@ Status PerfettoWriter::thread_calls(const Thread& t) {
     if (!present(1)) {  // recorded at entry only: a moment, not a slice
       ev.varint(kEvType, kInstant);
       ev.varint(kEvTrack, track);
-      ev.string(kEvCategories, category);
-      ev.string(kEvName, name);
+      named(ev, category, name);
       out_.packet(ts, kTrackEvent, ev);
       continue;
     }
@@ -371,20 +370,14 @@ Status PerfettoWriter::thread_offcpu(const Thread& t) {
       const auto wtid = static_cast<uint32_t>(sqlite3_column_int64(q, 9));
       if (threads_.count({wpid, wtid})) {
         const uint64_t flow = ++flows_;
-        ProtoWriter w;
-        w.varint(kEvType, kInstant);
-        w.varint(kEvTrack, thread_uuid(wpid, wtid));
-        w.string(kEvCategories, "wakeup");
-        w.string(kEvName, "wakes " + t.name);
-        w.fixed64(kEvFlowIds, flow);
-        out_.packet(sat_add(ts, sat_sub(dur, runq)), kTrackEvent, w);
+        const int64_t at = sat_add(ts, sat_sub(dur, runq));
+        wakeups_.push_back({wpid, wtid, at, flow, "wakes " + t.name});
         ProtoWriter r;
         r.varint(kEvType, kInstant);
         r.varint(kEvTrack, track);
-        r.string(kEvCategories, "wakeup");
-        r.string(kEvName, "woken");
+        named(r, "wakeup", "woken");
         r.fixed64(kEvTerminatingFlowIds, flow);
-        out_.packet(sat_add(ts, sat_sub(dur, runq)), kTrackEvent, r);
+        out_.packet(at, kTrackEvent, r);
       }
     }
     slice_end(sat_add(ts, dur), track);
@@ -478,6 +471,33 @@ Status PerfettoWriter::gpu_tracks() {
   return {};
 }
 
+// The start of each wake-up flow, on a "wake-ups" track under the waker's thread: the wakers'
+// instants are found while reading the woken threads' intervals, so they are gathered and
+// written per waker in time order (a track's events in order; the thread's own track keeps only
+// its calls).
+void PerfettoWriter::wake_ups() {
+  std::stable_sort(wakeups_.begin(), wakeups_.end(), [](const WakeUp& a, const WakeUp& b) {
+    return std::tie(a.pid, a.tid, a.ts) < std::tie(b.pid, b.tid, b.ts);
+  });
+  for (size_t i = 0; i < wakeups_.size(); ++i) {
+    const WakeUp& w = wakeups_[i];
+    const uint64_t track = wakeups_uuid(w.pid, w.tid);
+    if (i == 0 || wakeups_[i - 1].pid != w.pid || wakeups_[i - 1].tid != w.tid) {
+      ProtoWriter d;
+      d.varint(1, track);
+      d.string(2, threads_.at({w.pid, w.tid}).name + " wake-ups");
+      d.varint(5, thread_uuid(w.pid, w.tid));
+      out_.packet(-1, kTrackDescriptor, d);
+    }
+    ProtoWriter ev;
+    ev.varint(kEvType, kInstant);
+    ev.varint(kEvTrack, track);
+    named(ev, "wakeup", w.name);
+    ev.fixed64(kEvFlowIds, w.flow);
+    out_.packet(w.ts, kTrackEvent, ev);
+  }
+}
+
 // Per process and second: calls started, their bytes, and off-CPU time, from the per-second
 // rollups' definitions over the rows in scope.
 Status PerfettoWriter::counters() {
@@ -547,6 +567,7 @@ Status PerfettoWriter::run(ExportStats& stats) {
     if (auto st = thread_calls(t); !st) return st;
     if (auto st = thread_offcpu(t); !st) return st;
   }
+  wake_ups();
   if (auto st = counters(); !st) return st;
   if (auto st = gpu_tracks(); !st) return st;
   stats.rows = slices_;
@@ -577,7 +598,12 @@ Result<ExportStats> export_perfetto(const store::TraceFile& file, const Scope& s
   const cleanup::Guard partial(tmp);  // removed if a signal ends the export
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (!f) return errno_error("cannot create " + out_path, errno, "check the output directory");
-  Out out(f.get());
+  int64_t mono_to_wall = 0;
+  if (auto m = store::run_query(
+          file, "SELECT CAST(coalesce(mono_to_wall_ns, 0) AS INTEGER) FROM session");
+      m && !m->rows.empty())
+    mono_to_wall = std::stoll(m->rows[0][0]);
+  PerfettoSequence out(f.get(), scope.start_ns(), mono_to_wall);
   ExportStats stats;
   PerfettoWriter w(file, scope, out);
   Status st = w.run(stats);

@@ -18,7 +18,7 @@ namespace gpuwhy::exporter {
 
 struct PerfettoOptions {
   // Slices (calls + off-CPU intervals) beyond which the export is refused: the UI runs in a
-  // browser tab and slows past a few hundred MB of trace (about 200 bytes a slice here).
+  // browser tab and slows past a few hundred MB of trace (about 110 bytes a slice here).
   uint64_t max_slices = 1'000'000;
 };
 

@@ -72,23 +72,57 @@ TEST(ExportOfARealTrace, EveryConsumerReadsWhatTheAgentRecorded) {
     }
   }
 
-  // Perfetto: decodes with the checked-in .proto; every call with a duration is a slice, every
-  // off-CPU interval too, and the launches carry their call site.
+  // Perfetto: decodes with Perfetto's own .proto (a copy in tests/export/perfetto) with no
+  // unknown field; every call with a duration is a slice, every off-CPU interval too, and the
+  // launches carry their call site (an annotation whose interned name is "call_site"). The
+  // clock snapshot relates REALTIME to MONOTONIC by the session's own offset, and the processes
+  // that woke traced threads (kernel threads among them) are named by their task names.
   const std::string pf = dir.file("t.pftrace");
   exp("perfetto", pf);
   {
-    RunResult d =
-        run({"/bin/sh", "-c",
-             "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +
-                 "/src/export --decode=perfetto.protos.Trace perfetto_trace.proto < " + pf});
+    RunResult d = run({"/bin/sh", "-c",
+                       "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +
+                           "/tests/export/perfetto --decode=perfetto.protos.Trace "
+                           "perfetto_trace.proto < " +
+                           pf});
     ASSERT_EQ(d.exit_code, 0) << d.err;
-    size_t begins = 0, sites = 0;
-    for (size_t at = d.out.find("TYPE_SLICE_BEGIN"); at != std::string::npos;
-         at = d.out.find("TYPE_SLICE_BEGIN", at + 1))
-      ++begins;
-    for (size_t at = d.out.find("\"call_site\""); at != std::string::npos;
-         at = d.out.find("\"call_site\"", at + 1))
-      ++sites;
+    size_t begins = 0, sites = 0, unknown = 0, pid_named = 0, processes = 0;
+    std::vector<int64_t> clocks;
+    std::string site_iid, prev;
+    // The interned name's iid first: protoc prints a packet's InternedData after its event.
+    const size_t named = d.out.find("name: \"call_site\"");
+    ASSERT_NE(named, std::string::npos);
+    const size_t iid = d.out.rfind("iid: ", named);
+    site_iid = d.out.substr(iid + 5, d.out.find('\n', iid) - iid - 5);
+    std::istringstream lines(d.out);
+    for (std::string line; std::getline(lines, line); prev = line) {
+      const std::string l = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+      if (!l.empty() && std::isdigit(static_cast<unsigned char>(l[0]))) ++unknown;
+      if (l == "type: TYPE_SLICE_BEGIN") ++begins;
+      if (!site_iid.empty() && l == "name_iid: " + site_iid &&
+          prev.find("debug_annotations {") != std::string::npos)
+        ++sites;
+      if (l.starts_with("process_name: "))
+        ++processes, pid_named += l.starts_with("process_name: \"pid ");
+      if (l.starts_with("timestamp: ") && prev.find("clock_id: ") != std::string::npos)
+        clocks.push_back(std::stoll(l.substr(11)));
+    }
+    EXPECT_EQ(unknown, 0u) << "fields Perfetto's own format does not have";
+    ASSERT_EQ(clocks.size(), 2u);
+    EXPECT_EQ(std::to_string(clocks[0] - clocks[1]) + "\r\n",
+              count(db, "SELECT mono_to_wall_ns FROM session"));
+    EXPECT_EQ(std::to_string(processes) + "\r\n",
+              count(db,
+                    "SELECT count(*) FROM (SELECT pid FROM api_calls UNION SELECT pid FROM offcpu "
+                    "UNION SELECT waker_pid FROM offcpu WHERE waker_tid NOT NULL AND waker_tid != "
+                    "0 AND NOT preempted)"))
+        << "a track per process, the wakers' included";
+    EXPECT_EQ(std::to_string(pid_named) + "\r\n",
+              count(db,
+                    "SELECT count(DISTINCT waker_pid) FROM offcpu WHERE waker_tid NOT NULL AND "
+                    "waker_tid != 0 AND NOT preempted AND waker_pid NOT IN (SELECT pid FROM "
+                    "processes WHERE comm NOT NULL) AND waker_pid NOT IN (SELECT waker_pid FROM "
+                    "offcpu WHERE waker_pid NOT NULL AND waker_comm NOT NULL)"));
     const std::string slices = count(db,
                                      "SELECT (SELECT count(*) FROM api_calls WHERE dur NOT "
                                      "NULL) + (SELECT count(*) FROM offcpu)");

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -222,6 +223,20 @@ TEST(ExportNsight, NsightRecipesRunOnTheSubset) {
                            "r.nameId GROUP BY s.value ORDER BY total_ns DESC, name"),
               want)
         << fixture;
+    // Driver calls in Nsight's driver class, so a runtime-only summary does not count the time
+    // of a driver call made inside a runtime call twice.
+    EXPECT_EQ(sqlite3_rows(nsys,
+                           "SELECT eventClass AS class, count(*) AS calls FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1 ORDER BY 1"),
+              gpuwhy_rows(db,
+                          "SELECT CASE family WHEN 'cuda' THEN 1 ELSE 0 END AS class, count(*) AS "
+                          "calls FROM api_calls GROUP BY 1 ORDER BY 1"))
+        << fixture;
+    EXPECT_EQ(
+        sqlite3_rows(nsys,
+                     "SELECT name FROM META_DATA_EXPORT WHERE name IN "
+                     "('EXPORT_SCHEMA_VERSION', 'EXPORT_PROGRAM_NAME') ORDER BY 1"),
+        json::parse(R"([{"name": "EXPORT_PROGRAM_NAME"}, {"name": "EXPORT_SCHEMA_VERSION"}])"));
     // Serialized thread ids, decoded as Nsight's documentation does.
     EXPECT_EQ(sqlite3_rows(nsys,
                            "SELECT globalTid / 0x1000000 % 0x1000000 AS pid, globalTid % 0x1000000 "
@@ -282,6 +297,11 @@ TEST(ExportNsight, GpuTablesAnswerNsysKernelAndCopyRecipes) {
                         "dst_kind = 'device'"));
   EXPECT_EQ(sqlite3_rows(nsys, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_MEMSET"),
             json::parse(R"([{"n": 0}])"));
+  // The device the records ran on, joinable by deviceId (its properties are not recorded).
+  EXPECT_EQ(sqlite3_rows(nsys,
+                         "SELECT DISTINCT g.id AS id FROM TARGET_INFO_GPU AS g JOIN "
+                         "CUPTI_ACTIVITY_KIND_KERNEL AS k ON k.deviceId = g.id"),
+            json::parse(R"([{"id": 0}])"));
   // A trace without the device's records: the tables are there, empty.
   const std::string host_only = do_export("lock_wait", "nsight", "nsys.sqlite");
   EXPECT_EQ(sqlite3_rows(host_only, "SELECT count(*) AS n FROM CUPTI_ACTIVITY_KIND_KERNEL"),
@@ -338,53 +358,132 @@ TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
   EXPECT_NE(one.out.find(",name,family,category\r\n"), std::string::npos);
 }
 
-// protoc's text format, one line per field; counts of `type: X` lines and of flow ids.
+// protoc's text format, one line per field; counts of `type: X` lines and of flow ids. Event
+// names, categories and annotation names are interned: a packet's InternedData names them by iid
+// (protoc prints it after the event, field 12 after 11), so a packet is read whole, then resolved.
 struct Decoded {
   std::map<std::string, int> types;
   int flows = 0, terminating = 0, unknown = 0;
   std::multiset<std::string> call_names;
-  int misnested = 0;  // an END without an open slice, or a slice event earlier than the last
+  std::set<std::string> annotation_names;
+  int misnested = 0;   // an END without an open slice, or an event earlier than the last on a track
+  int unresolved = 0;  // an iid that no InternedData before or in its packet named
+  std::vector<std::string> process_names;
+  std::map<uint64_t, int64_t> clocks;  // the first packet's ClockSnapshot: clock id -> timestamp
+  int64_t primary_clock = 0, default_clock = 0, first_flags = 0;
 };
 
-Decoded decode_perfetto(const std::string& file) {
+// Perfetto's own merged proto (tests/export/perfetto) or the subset gpuwhy writes from.
+const fs::path kRealPerfettoProto = kSource / "tests/export/perfetto";
+const fs::path kSubsetPerfettoProto = kSource / "src/export";
+
+Decoded decode_perfetto(const std::string& file, const fs::path& proto_dir = kSubsetPerfettoProto) {
   Decoded d;
   const ShellRun r =
-      sh("protoc --proto_path=" + quote((kSource / "src/export").string()) +
+      sh("protoc --proto_path=" + quote(proto_dir.string()) +
          " --decode=perfetto.protos.Trace perfetto_trace.proto < " + quote(file) + " 2>&1");
   EXPECT_EQ(r.rc, 0) << r.out.substr(0, 2000);
   std::istringstream in(r.out);
-  std::string line, category, type;
-  uint64_t track = 0;
-  int64_t ts = -1;
-  std::map<uint64_t, std::pair<int64_t, int>> tracks;  // last slice time, open slices
+  std::string line;
+  std::map<std::string, std::map<uint64_t, std::string>> interned;  // table -> iid -> name
+  std::map<uint64_t, std::pair<int64_t, int>> tracks;               // last event time, open slices
+  std::vector<std::string> blocks;  // the nesting of the current line
+  struct Packet {
+    std::string type;
+    uint64_t track = 0, name_iid = 0, category_iid = 0, interned_iid = 0, clock_id = 0;
+    int64_t ts = -1;
+    std::string interned_name, inline_name, inline_category;
+    std::vector<uint64_t> annotation_iids;
+  } p;
+  int packets = 0;
+  auto unquote = [](const std::string& v) {
+    return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
+  };
   while (std::getline(in, line)) {
-    if (line == "}") {  // a packet ends: a slice event must come in order on its track
-      auto& [last, open] = tracks[track];
-      if (type == "TYPE_SLICE_BEGIN" || type == "TYPE_SLICE_END") {
-        if (ts < last) ++d.misnested;
-        last = ts;
-        open += type == "TYPE_SLICE_BEGIN" ? 1 : -1;
-        if (open < 0) ++d.misnested;
-      }
-      type.clear();
-      track = 0;
-      ts = -1;
-      continue;
-    }
     const size_t b = line.find_first_not_of(' ');
     if (b == std::string::npos) continue;
     const std::string l = line.substr(b);
+    if (l.size() > 2 && l.ends_with(" {")) {
+      blocks.push_back(l.substr(0, l.size() - 2));
+      continue;
+    }
+    if (l == "}") {
+      const std::string closed = blocks.empty() ? "" : blocks.back();
+      if (!blocks.empty()) blocks.pop_back();
+      const std::string parent = blocks.empty() ? "" : blocks.back();
+      if (parent == "interned_data" && p.interned_iid != 0)
+        interned[closed][p.interned_iid] = p.interned_name;
+      if (closed == "interned_data" || parent == "interned_data") p.interned_iid = 0;
+      if (closed == "clocks" && packets == 0) d.clocks[p.clock_id] = p.ts, p.ts = -1;
+      if (!blocks.empty() || closed != "packet") continue;
+      // A packet ends: resolve its names; a track's events must come in time order.
+      auto name_of = [&](const std::string& table, uint64_t iid) -> std::string {
+        if (iid == 0) return "";
+        const auto t = interned[table].find(iid);
+        if (t != interned[table].end()) return t->second;
+        ++d.unresolved;
+        return "";
+      };
+      const std::string name = p.name_iid ? name_of("event_names", p.name_iid) : p.inline_name;
+      const std::string category =
+          p.category_iid ? name_of("event_categories", p.category_iid) : p.inline_category;
+      for (uint64_t a : p.annotation_iids)
+        d.annotation_names.insert(name_of("debug_annotation_names", a));
+      if (!p.type.empty()) {
+        ++d.types[p.type];
+        auto& [last, open] = tracks[p.track];
+        if (p.ts < last) ++d.misnested;
+        last = p.ts;
+        if (p.type == "TYPE_SLICE_BEGIN") ++open;
+        if (p.type == "TYPE_SLICE_END" && --open < 0) ++d.misnested;
+        if (!category.empty() && category != "preempted" && category != "blocked" &&
+            category != "wakeup" && p.type != "TYPE_SLICE_END" && p.type != "TYPE_COUNTER")
+          d.call_names.insert("\"" + name + "\"");
+      }
+      p = Packet{};
+      ++packets;
+      continue;
+    }
     if (std::isdigit(static_cast<unsigned char>(l[0]))) ++d.unknown;  // a field the .proto lacks
-    if (l.starts_with("type: ")) ++d.types[type = l.substr(6)];
-    if (l.starts_with("timestamp: ")) ts = std::stoll(l.substr(11));
-    if (l.starts_with("track_uuid: ")) track = std::stoull(l.substr(12));
-    if (l.starts_with("flow_ids: ")) ++d.flows;
-    if (l.starts_with("terminating_flow_ids: ")) ++d.terminating;
-    if (l.starts_with("categories: ")) category = l.substr(12);
-    if (l.starts_with("name: ") && category != "" && category != "\"preempted\"" &&
-        category != "\"blocked\"" && category != "\"wakeup\"")
-      d.call_names.insert(l.substr(6));
-    if (l.starts_with("name: ")) category.clear();
+    const std::string in_block = blocks.empty() ? "" : blocks.back();
+    auto value = [&](const char* key) -> std::optional<std::string> {
+      const std::string k = std::string(key) + ": ";
+      if (!l.starts_with(k)) return std::nullopt;
+      return l.substr(k.size());
+    };
+    if (in_block == "process")
+      if (auto v = value("process_name")) d.process_names.push_back(unquote(*v));
+    if (blocks.size() >= 2 && blocks[blocks.size() - 2] == "interned_data") {
+      if (auto v = value("iid")) p.interned_iid = std::stoull(*v);
+      if (auto v = value("name")) p.interned_name = unquote(*v);
+      continue;
+    }
+    if (in_block == "clocks") {
+      if (auto v = value("clock_id")) p.clock_id = std::stoull(*v);
+      if (auto v = value("timestamp")) p.ts = std::stoll(*v);
+      continue;
+    }
+    if (in_block == "clock_snapshot")
+      if (auto v = value("primary_trace_clock"))
+        d.primary_clock = *v == "BUILTIN_CLOCK_REALTIME" ? 1 : -1;
+    if (in_block == "trace_packet_defaults")
+      if (auto v = value("timestamp_clock_id")) d.default_clock = std::stoll(*v);
+    if (in_block == "debug_annotations")
+      if (auto v = value("name_iid")) p.annotation_iids.push_back(std::stoull(*v));
+    if (in_block == "track_event") {
+      if (auto v = value("type")) p.type = *v;
+      if (auto v = value("track_uuid")) p.track = std::stoull(*v);
+      if (auto v = value("name_iid")) p.name_iid = std::stoull(*v);
+      if (auto v = value("category_iids")) p.category_iid = std::stoull(*v);
+      if (auto v = value("name")) p.inline_name = unquote(*v);
+      if (auto v = value("categories")) p.inline_category = unquote(*v);
+      if (value("flow_ids")) ++d.flows;
+      if (value("terminating_flow_ids")) ++d.terminating;
+    }
+    if (in_block == "packet") {
+      if (auto v = value("timestamp")) p.ts = std::stoll(*v);
+      if (auto v = value("sequence_flags"); v && packets == 0) d.first_flags = std::stoll(*v);
+    }
   }
   return d;
 }
@@ -401,7 +500,13 @@ TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
     const std::string file = do_export(fixture, "perfetto", "trace.pftrace");
     const Decoded d = decode_perfetto(file);
     EXPECT_EQ(d.unknown, 0) << fixture << ": fields the .proto does not describe";
-    EXPECT_EQ(d.misnested, 0) << fixture << ": slices out of order or unbalanced on a track";
+    EXPECT_EQ(d.misnested, 0) << fixture << ": events out of order or unbalanced on a track";
+    EXPECT_EQ(d.unresolved, 0) << fixture << ": an interned name used before it was defined";
+    // Perfetto's own proto reads every field as the subset does.
+    const Decoded real = decode_perfetto(file, kRealPerfettoProto);
+    EXPECT_EQ(real.unknown, 0) << fixture << ": fields Perfetto's own format does not have";
+    EXPECT_EQ(real.types, d.types) << fixture;
+    EXPECT_EQ(real.call_names, d.call_names) << fixture;
     const int calls = count_of(db, "SELECT count(*) FROM api_calls WHERE dur NOT NULL");
     const int instants = count_of(db, "SELECT count(*) FROM api_calls WHERE dur IS NULL");
     const int off = count_of(db, "SELECT count(*) FROM offcpu");
@@ -424,6 +529,47 @@ TEST(ExportPerfetto, ProtocDecodesItAndItsSlicesAndFlowsAreTheTracesRows) {
     std::getline(in, n);
     while (std::getline(in, n)) want.insert("\"" + n.substr(0, n.size() - 1) + "\"");
     EXPECT_EQ(d.call_names, want) << fixture;
+  }
+}
+
+// The sequence's state: a clock snapshot first (REALTIME, the trace's clock, beside MONOTONIC,
+// the probes' clock, from the session's offset), the packets' default clock REALTIME; processes
+// named by the process table, and a process gpuwhy did not trace by the task name its wake-ups
+// recorded ("pid N" only where neither knows it); names interned, once each.
+TEST(ExportPerfetto, ClockSnapshotAndNamedProcessTracks) {
+  if (!have("protoc")) GTEST_SKIP() << "protoc not installed (scripts/install-export-tools)";
+  for (const std::string& fixture : kFixtures) {
+    const std::string db = Traces::db(fixture);
+    const std::string file = do_export(fixture, "perfetto", "trace.pftrace");
+    const Decoded d = decode_perfetto(file, kRealPerfettoProto);
+    EXPECT_EQ(d.first_flags, 1) << fixture << ": the first packet clears the incremental state";
+    EXPECT_EQ(d.primary_clock, 1) << fixture;
+    EXPECT_EQ(d.default_clock, 1) << fixture;
+    ASSERT_EQ(d.clocks.size(), 2u) << fixture;
+    const ShellRun offset = gpuwhy_query(db, "SELECT mono_to_wall_ns FROM session");
+    const int64_t mono_to_wall = std::stoll(offset.out.substr(offset.out.find('\n') + 1));
+    EXPECT_EQ(d.clocks.at(1) - d.clocks.at(3), mono_to_wall) << fixture;
+    // The snapshot's REALTIME reading is the export's start: no event before it.
+    const ShellRun first = gpuwhy_query(
+        db, "SELECT min(ts) FROM (SELECT ts FROM api_calls UNION ALL SELECT ts FROM offcpu)");
+    EXPECT_LE(d.clocks.at(1), std::stoll(first.out.substr(first.out.find('\n') + 1))) << fixture;
+    const int unnamed = count_of(
+        db,
+        "SELECT count(*) FROM (SELECT pid FROM api_calls UNION SELECT pid FROM offcpu UNION "
+        "SELECT waker_pid FROM offcpu WHERE waker_tid NOT NULL AND waker_tid != 0 AND NOT "
+        "preempted) WHERE pid NOT IN (SELECT pid FROM processes WHERE comm NOT NULL) AND pid NOT "
+        "IN (SELECT waker_pid FROM offcpu WHERE waker_pid NOT NULL AND waker_comm NOT NULL)");
+    int pid_named = 0;
+    for (const std::string& n : d.process_names) pid_named += n.starts_with("pid ");
+    EXPECT_EQ(pid_named, unnamed) << fixture;
+    EXPECT_EQ(d.process_names.size(),
+              static_cast<size_t>(count_of(
+                  db,
+                  "SELECT count(*) FROM (SELECT pid FROM api_calls UNION SELECT pid FROM offcpu "
+                  "UNION SELECT waker_pid FROM offcpu WHERE waker_tid NOT NULL AND waker_tid != "
+                  "0 AND NOT preempted)")))
+        << fixture;
+    EXPECT_TRUE(d.annotation_names.count("call_id")) << fixture;
   }
 }
 

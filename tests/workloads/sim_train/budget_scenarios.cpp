@@ -549,7 +549,10 @@ int loader_worker(const BudgetSettings& s) {
 // that cgroup between its fork and its exec (as a container runtime or systemd places a process),
 // and there, alone, it is throttled whenever the group's quota for the period is spent.
 // The truth: the trainer's own wait in read(), the worker's CPU time (its rusage) and the group's
-// throttled time over the run (its cpu.stat: only the worker runs in it).
+// throttled time over the run (its cpu.stat: only the worker runs in it). The read's wall time
+// includes the trainer's own run-queue wait once the worker's write woke it (schedstat, taken
+// around each read): a loaded machine's cost, not the producer's, so read_waiting_share leaves
+// it out.
 int quota_loader(const BudgetSettings& s) {
   int p[2];
   if (pipe(p) != 0) {
@@ -578,7 +581,7 @@ int quota_loader(const BudgetSettings& s) {
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   const std::string procs = s.loader_cgroup.empty() ? "" : s.loader_cgroup + "/cgroup.procs";
-  uint64_t throttled0 = 0, read_ns = 0;
+  uint64_t throttled0 = 0, read_ns = 0, read_runq_ns = 0;
   pid_t worker = -1;
   std::vector<char> batch(s.batch_bytes);
   const TrainerTruth t = run_trainer(s, -1, [&](StepGpu& gpu, TrainerTruth& tt) {
@@ -601,9 +604,10 @@ int quota_loader(const BudgetSettings& s) {
     }
     close(p[1]);
     for (uint64_t i = 0; i < s.steps; ++i) {
-      const uint64_t r0 = gwsim::now_ns();
+      const uint64_t q0 = thread_runq_ns(), r0 = gwsim::now_ns();
       read_batch(p[0], batch.data(), batch.size());
       read_ns += gwsim::now_ns() - r0;
+      read_runq_ns += thread_runq_ns() - q0;
       gpu.upload();
       gpu.forward();
       gpu.backward();
@@ -627,6 +631,8 @@ int quota_loader(const BudgetSettings& s) {
                  .str("loader_cgroup", s.loader_cgroup)
                  .num("read_blocked_ns", read_ns)
                  .real("read_share", t.share(read_ns))
+                 .num("read_runq_ns", read_runq_ns)
+                 .real("read_waiting_share", t.share(read_ns - std::min(read_ns, read_runq_ns)))
                  .num("loader_cpu_ns", worker_cpu)
                  .num("loader_throttled_ns", throttled));
   return 0;

@@ -46,6 +46,7 @@ enum : uint32_t {
   kEvNameIid = 10,
   kEvTrack = 11,
   kEvCounterValue = 30,
+  kEvSourceLocationIid = 34,
   kEvFlowIds = 47,
   kEvTerminatingFlowIds = 48,
   kAnnNameIid = 1,
@@ -79,9 +80,39 @@ std::string hex(int64_t v) {
   return b;
 }
 
+// A Python stack's innermost frame: the line that made the call (python_frames, depth 0).
+struct PythonLine {
+  std::string file, function, source;
+  int64_t line = -1;
+};
+
 struct Lookups {
   std::unordered_map<int64_t, std::string> apis, strings, syscalls, copy_kinds, call_sites;
+  std::unordered_map<int64_t, PythonLine> python_lines;  // by py_stack_id
 };
+
+// The innermost frame of every Python stack whose names are known (a file predating the table
+// has none).
+Status load_python_lines(const store::TraceFile& file,
+                         std::unordered_map<int64_t, PythonLine>& into) {
+  if (!store::run_query(file, "SELECT 1 FROM python_frames LIMIT 0")) return {};
+  auto s = store::Stmt::prepare(file.db(),
+                                "SELECT py_stack_id, file, coalesce(function, ''), line, "
+                                "coalesce(source, '') FROM python_frames WHERE depth = 0 AND "
+                                "file NOT NULL",
+                                "reading Python frames");
+  if (!s) return s.error();
+  sqlite3_stmt* q = s->get();
+  auto text = [&](int i) {
+    const auto* t = sqlite3_column_text(q, i);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  while (sqlite3_step(q) == SQLITE_ROW)
+    into[sqlite3_column_int64(q, 0)] = {
+        text(1), text(2), text(4),
+        sqlite3_column_type(q, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 3)};
+  return {};
+}
 
 Status load_map(const store::TraceFile& file, const std::string& sql,
                 std::unordered_map<int64_t, std::string>& into) {
@@ -267,7 +298,7 @@ Status PerfettoWriter::descriptors() {
 Status PerfettoWriter::thread_calls(const Thread& t) {
   auto s = store::Stmt::prepare(file_.db(),
                                 "SELECT ts, dur, api, ret, stream, bytes, op, addr, blocks, tpb, "
-                                "peer, stack_id, rowid, category FROM api_calls" +
+                                "peer, stack_id, rowid, category, py_stack FROM api_calls" +
                                     where_tid(t) + " ORDER BY ts, dur DESC",
                                 "reading calls");
   if (!s) return s.error();
@@ -301,6 +332,18 @@ Status PerfettoWriter::thread_calls(const Thread& t) {
     if (present(11)) {
       const auto site = names_.call_sites.find(col(11));
       if (site != names_.call_sites.end()) annotate(ev, "call_site", site->second);
+    }
+    // The Python line that made the call: the slice's source location (the UI shows it with the
+    // slice) and, with its text, an argument.
+    if (present(14)) {
+      const auto py = names_.python_lines.find(col(14));
+      if (py != names_.python_lines.end()) {
+        const PythonLine& l = py->second;
+        ev.varint(kEvSourceLocationIid, out_.source_location_iid(l.file, l.function, l.line));
+        annotate(ev, "python",
+                 l.file + ":" + (l.line >= 0 ? std::to_string(l.line) : "?") + " in " + l.function +
+                     (l.source.empty() ? "" : ": " + l.source));
+      }
     }
     if (!present(1)) {  // recorded at entry only: a moment, not a slice
       ev.varint(kEvType, kInstant);
@@ -561,6 +604,7 @@ Status PerfettoWriter::run(ExportStats& stats) {
                            names_.call_sites);
         !st)
       return st;
+  if (auto st = load_python_lines(file_, names_.python_lines); !st) return st;
   if (auto st = descriptors(); !st) return st;
   for (const auto& [key, t] : threads_) {
     if (!t.traced) continue;

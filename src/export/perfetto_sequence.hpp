@@ -37,8 +37,12 @@ enum : uint32_t {
   kInternedEventCategories = 1,
   kInternedEventNames = 2,
   kInternedAnnotationNames = 3,
+  kInternedSourceLocations = 4,
   kInternedIid = 1,
   kInternedName = 2,
+  kSourceLocationFile = 2,
+  kSourceLocationFunction = 3,
+  kSourceLocationLine = 4,
 };
 enum : uint64_t {
   kSeqIncrementalStateCleared = 1,
@@ -84,6 +88,28 @@ class PerfettoSequence {
     entry.varint(kInternedIid, id);
     entry.string(kInternedName, name);
     interned_.message(table, entry);
+    return id;
+  }
+
+  // The iid of a SourceLocation (file, function, line) in InternedData's source_locations; a new
+  // one is added to the next packet's InternedData like a name.
+  uint64_t source_location_iid(std::string_view file, std::string_view function, int64_t line) {
+    std::string key(file);
+    key += '\0';
+    key += function;
+    key += '\0';
+    key += std::to_string(line);
+    auto& ids = tables_[kInternedSourceLocations];
+    const auto it = ids.find(key);
+    if (it != ids.end()) return it->second;
+    const uint64_t id = ids.size() + 1;
+    ids.emplace(std::move(key), id);
+    ProtoWriter entry;
+    entry.varint(kInternedIid, id);
+    entry.string(kSourceLocationFile, file);
+    entry.string(kSourceLocationFunction, function);
+    if (line >= 0) entry.varint(kSourceLocationLine, static_cast<uint64_t>(line) & 0xffffffffu);
+    interned_.message(kInternedSourceLocations, entry);
     return id;
   }
 

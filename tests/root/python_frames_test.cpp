@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -159,6 +160,56 @@ std::set<std::string> expect_no_python_losses_but_samples(const store::TraceFile
   return causes;
 }
 
+// The Perfetto export of a Python trace, decoded with Perfetto's own proto: every call whose
+// stack is named has its innermost frame as the slice's source location (interned once per
+// file, function and line), the same set of lines the trace holds; v_calls has them too.
+void expect_perfetto_slices_carry_python_lines(const store::TraceFile& f, const std::string& db,
+                                               TempDir& dir) {
+  if (run({"/bin/sh", "-c", "command -v protoc"}).exit_code != 0) {
+    std::cerr << "protoc not installed (scripts/install-export-tools): Perfetto part not run\n";
+    return;
+  }
+  const std::string pf = dir.file("t.pftrace");
+  RunResult e = run({gpuwhy_binary(), "export", "--db", db, "--format", "perfetto", "-o", pf});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  RunResult d = run({"/bin/sh", "-c",
+                     "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +
+                         "/tests/export/perfetto --decode=perfetto.protos.Trace "
+                         "perfetto_trace.proto < " +
+                         pf});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  int64_t with_location = 0;
+  std::set<std::pair<std::string, std::string>> interned;  // (file, line)
+  std::istringstream lines(d.out);
+  std::string block, file, line_no;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string l = line.substr(std::min(line.find_first_not_of(' '), line.size()));
+    if (l.ends_with(" {")) block = l.substr(0, l.size() - 2);
+    if (l.starts_with("source_location_iid: ")) ++with_location;
+    if (block == "source_locations") {
+      if (l.starts_with("file_name: ")) file = l.substr(12, l.size() - 13);
+      if (l.starts_with("line_number: ")) line_no = l.substr(13);
+      if (l == "}") interned.insert({file, line_no}), block.clear(), file.clear(), line_no.clear();
+    }
+  }
+  EXPECT_EQ(std::to_string(with_location),
+            rows_of(f,
+                    "SELECT count(*) FROM api_calls AS c JOIN python_frames AS p ON "
+                    "p.py_stack_id = c.py_stack AND p.depth = 0 WHERE p.file NOT NULL")[0][0]);
+  std::set<std::pair<std::string, std::string>> want;
+  for (const auto& r : rows_of(f,
+                               "SELECT DISTINCT p.file, p.line FROM api_calls AS c JOIN "
+                               "python_frames AS p ON p.py_stack_id = c.py_stack AND p.depth = 0 "
+                               "WHERE p.file NOT NULL"))
+    want.insert({r[0], r[1]});
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(interned, want);
+  // v_calls gives each call its line as well.
+  EXPECT_EQ(
+      std::to_string(with_location),
+      rows_of(f, "SELECT count(*) FROM v_calls WHERE py_file NOT NULL AND py_line NOT NULL")[0][0]);
+}
+
 // Every site's calls carry a Python stack whose innermost frame is that site's file, function
 // and line, with its source text; the nested function's caller is the frame below it.
 TEST_P(PythonFrames, EveryCallNamesItsLine) {
@@ -231,6 +282,7 @@ TEST_P(PythonFrames, EveryCallNamesItsLine) {
   for (const char* c : {"stack_unread", "stack_evicted", "frame_not_code", "frame_unreadable",
                         "frame_names_unreadable", "frame_no_process", "unsupported_process"})
     EXPECT_TRUE(causes.count(c)) << "no losses row python/" << c;
+  expect_perfetto_slices_carry_python_lines(*f, db, dir);
 }
 
 // With --no-python no call has a Python stack and the file says why.

@@ -24,14 +24,18 @@ struct McpFlags {
 };
 
 int run_mcp(const McpFlags& f) {
-  // The trace is checked once here, so a client configured with a wrong path hears it at start;
-  // each tool call opens it again (a trace still being recorded shows its newest rows).
+  // The trace is checked once here for the client's log; each tool call opens it again (a trace
+  // still being recorded shows its newest rows). A file that cannot be opened (no such file, not
+  // a trace, damaged) does not stop the server: a client shows a server that exits at start only
+  // as "Connection closed", while each tool call's error result carries this line to the user.
   {
     auto file = store::TraceFile::open(f.db);
-    if (!file) return fail(file.error().line(), file.error().exit_code);
-    if (const std::string w = file.value()->incomplete_warning(); !w.empty())
+    if (!file)
+      fail(file.error().line() + " (serving anyway: each tool call answers this as its error)", 0);
+    else if (const std::string w = file.value()->incomplete_warning(); !w.empty())
       fail("warning: " + w, 0);
-    if (!file.value()->wal_warning().empty()) fail("warning: " + file.value()->wal_warning(), 0);
+    if (file && !file.value()->wal_warning().empty())
+      fail("warning: " + file.value()->wal_warning(), 0);
   }
   if (isatty(STDIN_FILENO))
     fail("MCP server for " + f.db +

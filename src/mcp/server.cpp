@@ -26,12 +26,22 @@ std::string string_param(const json& params, const char* name) {
   return it->get<std::string>();
 }
 
-json tool_result(const ToolResult& r) {
-  return {{"content", json::array({{{"type", "text"}, {"text", r.text}}})},
-          {"isError", r.is_error}};
+// Output schemas and structured content came with 2025-06-18; earlier revisions have neither.
+bool has_structured_output(const std::string& protocol_version) {
+  return protocol_version >= "2025-06-18";
 }
 
 }  // namespace
+
+// The text block always (clients of earlier revisions read only it); for a tool that declares an
+// output schema, the same result as structuredContent, which clients validate against it.
+json Server::tool_result(const Tool& tool, const ToolResult& r) const {
+  json out = {{"content", json::array({{{"type", "text"}, {"text", r.text}}})},
+              {"isError", r.is_error}};
+  if (!r.is_error && !tool.output_schema.is_null() && has_structured_output(protocol_version_))
+    out["structuredContent"] = json(r.value);
+  return out;
+}
 
 json Server::initialize(const json& params) {
   object_params(params);
@@ -67,17 +77,17 @@ json Server::call_tool(const json& params) {
     args = *it;
   }
   try {
-    return tool_result(tool->handler(options_, args));
+    return tool_result(*tool, tool->handler(options_, args));
   } catch (const InvalidArguments& e) {
     const std::string line = std::string(tool->name) + ": " + e.what();
     // From 2025-11-25 on (SEP-1303) arguments that do not fit the schema are a tool execution
     // error the model reads and corrects; before, the JSON-RPC error "invalid params".
-    if (protocol_version_ >= "2025-11-25") return tool_result(tool_error(line));
+    if (protocol_version_ >= "2025-11-25") return tool_result(*tool, tool_error(line));
     throw RpcError{kInvalidParams, line};
   } catch (const std::exception& e) {
     // Not expected (the handlers return their failures): still one line, and the server lives.
-    return tool_result(tool_error(std::string(tool->name) + ": internal error: " + e.what() +
-                                  "; please report it"));
+    return tool_result(*tool, tool_error(std::string(tool->name) + ": internal error: " + e.what() +
+                                         "; please report it"));
   }
 }
 
@@ -97,17 +107,21 @@ json Server::dispatch(const std::string& method, const json& params) {
   if (method == "ping") return json::object();
   if (method == "tools/list") {
     json list = json::array();
-    for (const Tool& t : tools())
-      list.push_back({{"name", t.name},
-                      {"title", t.title},
-                      {"description", t.description},
-                      {"inputSchema", t.input_schema},
-                      {"annotations",
-                       {{"title", t.title},
-                        {"readOnlyHint", true},
-                        {"destructiveHint", false},
-                        {"idempotentHint", true},
-                        {"openWorldHint", false}}}});
+    for (const Tool& t : tools()) {
+      json entry = {{"name", t.name},
+                    {"title", t.title},
+                    {"description", t.description},
+                    {"inputSchema", t.input_schema},
+                    {"annotations",
+                     {{"title", t.title},
+                      {"readOnlyHint", true},
+                      {"destructiveHint", false},
+                      {"idempotentHint", true},
+                      {"openWorldHint", false}}}};
+      if (!t.output_schema.is_null() && has_structured_output(protocol_version_))
+        entry["outputSchema"] = t.output_schema;
+      list.push_back(std::move(entry));
+    }
     return {{"tools", std::move(list)}};
   }
   if (method == "tools/call") return call_tool(params);

@@ -41,6 +41,7 @@ class Server {
   json dispatch(const std::string& method, const json& params);
   json initialize(const json& params);
   json call_tool(const json& params);
+  json tool_result(const Tool& tool, const ToolResult& r) const;
   json read_resource_method(const json& params);
 
   ServerOptions options_;

@@ -9,6 +9,7 @@
 #include "analysis/audit_file.hpp"
 #include "export/audit_render.hpp"
 #include "mcp/args.hpp"
+#include "mcp/output_schemas.hpp"
 #include "mcp/tool.hpp"
 
 namespace gpuwhy::mcp {
@@ -55,7 +56,8 @@ Tool audit_tool() {
           "touched), and with a price the cost. Same as `gpuwhy audit --json` (schema "
           "gpuwhy.audit/1).",
           {{"type", "object"}, {"properties", std::move(props)}, {"additionalProperties", false}},
-          run_audit};
+          run_audit,
+          audit_output_schema()};
 }
 
 }  // namespace gpuwhy::mcp

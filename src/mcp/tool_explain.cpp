@@ -6,6 +6,7 @@
 #include "analysis/analysis.hpp"
 #include "export/explain_render.hpp"
 #include "mcp/args.hpp"
+#include "mcp/output_schemas.hpp"
 #include "mcp/tool.hpp"
 
 namespace gpuwhy::mcp {
@@ -41,7 +42,7 @@ ToolResult run_explain(const ServerOptions& options, const json& args) {
   check_known(args, {"since", "from", "to", "pid"});
   auto report = explain_report(options, args);
   if (!report) return tool_error(report.error().line());
-  return tool_ok(report.value());
+  return tool_ok(std::move(report.value()));
 }
 
 std::string chain_list(const ojson& chains) {
@@ -82,13 +83,16 @@ json object_schema(json properties) {
 }  // namespace
 
 Tool explain_tool() {
-  return {"explain", "Explain the trace",
+  return {"explain",
+          "Explain the trace",
           "Why did GPU work slow down? Runs gpuwhy's analysis on the trace (or a window of it, or "
           "some processes) and returns the full report as JSON, the same as `gpuwhy explain "
           "--json` (schema gpuwhy.explain/1): verdict, caveats, ranked causal chains with "
           "evidence and a fix, per-thread time budgets, per-operation statistics. Times are ns; "
           "*_rel_ns count from the trace start. Start here.",
-          object_schema(window_properties()), run_explain};
+          object_schema(window_properties()),
+          run_explain,
+          explain_output_schema()};
 }
 
 Tool chain_evidence_tool() {

@@ -36,7 +36,7 @@ ToolResult listing(const ServerOptions& options, const std::string& sql, int64_t
   if (truncated)
     out["note"] = "only the first rows (by the order above); raise limit or filter by pid";
   note_damage(out, **file);
-  return tool_ok(out, -1);
+  return tool_ok(std::move(out));
 }
 
 json limit_schema(int64_t dflt) {

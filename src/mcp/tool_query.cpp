@@ -6,6 +6,7 @@
 
 #include "mcp/args.hpp"
 #include "mcp/capped_rows.hpp"
+#include "mcp/output_schemas.hpp"
 #include "mcp/tool.hpp"
 
 namespace gpuwhy::mcp {
@@ -51,7 +52,7 @@ ToolResult run_query(const ServerOptions& options, const json& args) {
   }
   nlohmann::ordered_json out = rows_json(std::move(rows.value()), limits);
   note_damage(out, **file);
-  return tool_ok(out, -1);
+  return tool_ok(std::move(out));
 }
 
 }  // namespace
@@ -77,7 +78,8 @@ Tool query_tool() {
                 "started otherwise); 'truncated' says when the statement had more"}}}}},
            {"required", {"sql"}},
            {"additionalProperties", false}},
-          run_query};
+          run_query,
+          query_output_schema()};
 }
 
 }  // namespace gpuwhy::mcp

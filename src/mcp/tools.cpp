@@ -6,13 +6,13 @@
 
 namespace gpuwhy::mcp {
 
-ToolResult tool_ok(const nlohmann::ordered_json& value, int indent) {
-  // Indented as `gpuwhy explain --json` prints it; bytes that are not UTF-8 (task names, paths)
-  // are replaced rather than failing the call.
-  return {false, value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
+ToolResult tool_ok(nlohmann::ordered_json value) {
+  // Bytes that are not UTF-8 (task names, paths) are replaced rather than failing the call.
+  std::string text = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return {false, std::move(text), std::move(value)};
 }
 
-ToolResult tool_error(std::string line) { return {true, std::move(line)}; }
+ToolResult tool_error(std::string line) { return {true, std::move(line), nullptr}; }
 
 std::span<const Tool> tools() {
   static const std::vector<Tool> all = {

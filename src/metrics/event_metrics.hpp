@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Turns the reader's decoded batches into registry updates, on the reader thread, once per batch
-// (just before the batch goes to the writer): per event one visit, a pid lookup and a few
-// single-writer counter adds; no lock, no allocation once a process is known.
+// (just before the batch goes to the writer): per event one visit, a pid lookup (and, once a
+// thread has selected a device, a tid lookup) and a few single-writer counter adds; no lock, no
+// allocation once a process and its threads' devices are known.
 #pragma once
 
 #include <chrono>
@@ -32,6 +33,7 @@ class EventMetrics {
 
  private:
   uint16_t slot_of(uint32_t pid);
+  uint8_t device_of(uint32_t tid);  // Registry::device_slot of the thread's current device
   void on(const ApiCall& c);
   void on(const OffCpu& o);
   void on(const ProcEvent& p);
@@ -56,6 +58,15 @@ class EventMetrics {
   std::unordered_map<uint32_t, std::string> scanned_names_;
   uint32_t last_pid_ = 0;
   uint16_t last_slot_ = 0;
+  // Each thread's current device (its last successful cudaSetDevice/hipSetDevice; device 0 for
+  // a thread that made none, as CUDA has it), until the thread or its process exits.
+  struct ThreadDevice {
+    uint32_t pid = 0;
+    uint8_t device = 0;
+  };
+  std::unordered_map<uint32_t, ThreadDevice> thread_devices_;
+  uint32_t last_device_tid_ = 0;  // a one-entry cache: calls come in runs of one thread
+  uint8_t last_device_ = 0;
 };
 
 // Which OffCpuCause the sleeping part of an off-CPU interval gets (its runnable part is

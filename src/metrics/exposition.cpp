@@ -152,6 +152,13 @@ void write_exposition(std::string& out, const std::vector<Family>& families, For
     out += ' ';
     out += type_name(f.type);
     out += '\n';
+    if (format == Format::OpenMetrics && !f.unit.empty() && f.name.ends_with("_" + f.unit)) {
+      out += "# UNIT ";
+      out += family_name;
+      out += ' ';
+      out += f.unit;
+      out += '\n';
+    }
     for (const Series& s : f.series) {
       if (f.type == MetricType::Histogram) {
         write_histogram(out, f, s);

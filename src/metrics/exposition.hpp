@@ -31,6 +31,9 @@ struct Family {
   MetricType type = MetricType::Counter;
   std::vector<double> upper_bounds;  // histogram bucket bounds, ascending, without +Inf
   std::vector<Series> series;
+  // The unit its name ends in ("seconds", "bytes"), "" for none: OpenMetrics writes it as
+  // "# UNIT", and only where the name ends in "_" + unit, as that format requires.
+  std::string unit;
 };
 
 // The Content-Type header value of a format.

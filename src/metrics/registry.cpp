@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics/registry.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 
 #include "catalog/api_catalog.hpp"
+#include "metrics/process_metrics.hpp"
 
 namespace gpuwhy::metrics {
 namespace {
 
 constexpr const char* kOffCpuCauses[] = {"runqueue", "futex", "uninterruptible", "syscall",
                                          "other"};
-constexpr size_t kCopyDirections = 5;  // CopyDir values 0..4
+constexpr size_t kCopyDirections = 5;                    // CopyDir values 0..4
+constexpr size_t kDeviceSlots = Registry::kDevices + 1;  // the ordinals and "other"
+static_assert(kCopyDirections * kDeviceSlots <= 256, "a subkey is a uint8_t");
 
-double realtime_now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+std::string device_label(uint8_t slot) {
+  return slot < Registry::kDevices ? std::to_string(slot) : "other";
 }
 
 }  // namespace
@@ -73,19 +72,21 @@ SingleWriterCounter& CounterTable::at(uint16_t process, uint16_t key, uint8_t su
 
 Registry::Registry(Limits limits)
     : limits_(limits),
-      names_(std::make_unique<std::string[]>(limits.process_names)),
-      calls_(limits.series, limits.process_names + 1, api_catalog().size(), 1),
-      bytes_(limits.series, limits.process_names + 1, api_catalog().size(), kCopyDirections),
-      offcpu_ns_(limits.series, limits.process_names + 1, 1, std::size(kOffCpuCauses)),
-      start_time_s_(realtime_now_s()),
+      processes_(std::make_unique<ProcessLabels[]>(limits.processes)),
+      calls_(limits.series, limits.processes + 1, api_catalog().size(), kDeviceSlots),
+      bytes_(limits.series, limits.processes + 1, api_catalog().size(),
+             kCopyDirections * kDeviceSlots),
+      offcpu_ns_(limits.series, limits.processes + 1, 1, std::size(kOffCpuCauses)),
       bounds_ns_(bucket_bounds_ns()) {
   uint16_t max_id = 0;
   for (const ApiInfo& a : api_catalog()) max_id = std::max(max_id, a.id);
   api_index_.assign(size_t{max_id} + 1, -1);
   is_copy_.assign(size_t{max_id} + 1, false);
+  selects_device_.assign(size_t{max_id} + 1, false);
   for (size_t i = 0; i < api_catalog().size(); ++i) {
     api_index_[api_catalog()[i].id] = static_cast<int16_t>(i);
     is_copy_[api_catalog()[i].id] = api_catalog()[i].category == Category::Copy;
+    selects_device_[api_catalog()[i].id] = api_catalog()[i].category == Category::Device;
     histograms_.push_back(std::make_unique<Histogram>(bucket_bounds_ns().size() + 1));
   }
 }
@@ -110,24 +111,28 @@ int Registry::api_index(uint16_t api_id) const {
   return api_id < api_index_.size() ? api_index_[api_id] : -1;
 }
 
-uint16_t Registry::process_slot(const std::string& name) {
-  if (auto it = slot_of_.find(name); it != slot_of_.end()) return it->second;
-  const size_t n = names_n_.load(std::memory_order_relaxed);
-  // A name past the bound is remembered as "other" too, so it is not looked for again.
-  if (n >= limits_.process_names || name == "other") return slot_of_[name] = 0;
-  names_[n] = name;
-  names_n_.store(n + 1, std::memory_order_release);
-  return slot_of_[name] = static_cast<uint16_t>(n + 1);
+uint16_t Registry::process_slot(uint32_t pid, const std::string& name) {
+  std::string key = std::to_string(pid) + '/' + name;  // once per process and name: not per event
+  if (auto it = slot_of_.find(key); it != slot_of_.end()) return it->second;
+  const size_t n = processes_n_.load(std::memory_order_relaxed);
+  // A process past the bound is remembered as "other" too, so it is not looked for again.
+  if (n >= limits_.processes) return slot_of_[std::move(key)] = 0;
+  processes_[n] = {name, std::to_string(pid)};
+  processes_n_.store(n + 1, std::memory_order_release);
+  return slot_of_[std::move(key)] = static_cast<uint16_t>(n + 1);
 }
 
-std::string Registry::process_name(uint16_t slot) const {
-  return slot == 0 ? "other" : names_[slot - 1];
+const Registry::ProcessLabels& Registry::process_labels(uint16_t slot) const {
+  static const ProcessLabels other{"other", "other"};
+  return slot == 0 ? other : processes_[slot - 1];
 }
 
-void Registry::add_call(uint16_t process, uint16_t api_id, int64_t dur_ns, bool has_duration) {
+void Registry::add_call(uint16_t process, uint16_t api_id, uint8_t device, int64_t dur_ns,
+                        bool has_duration) {
   const int idx = api_index(api_id);
   if (idx < 0) return;  // not in this build's catalogue: the decoder has counted it
-  calls_.at(process, static_cast<uint16_t>(idx), 0).add(1);
+  calls_.at(process, static_cast<uint16_t>(idx), std::min<uint8_t>(device, Registry::kDevices))
+      .add(1);
   if (!has_duration) return;  // entry-only: no duration to observe
   Histogram& h = *histograms_[static_cast<size_t>(idx)];
   const size_t b =
@@ -136,12 +141,13 @@ void Registry::add_call(uint16_t process, uint16_t api_id, int64_t dur_ns, bool 
   h.sum_ns.add(static_cast<uint64_t>(std::max<int64_t>(dur_ns, 0)));
 }
 
-void Registry::add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction,
+void Registry::add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction, uint8_t device,
                               uint64_t bytes) {
   const int idx = api_index(api_id);
   if (idx < 0) return;
-  bytes_.at(process, static_cast<uint16_t>(idx), std::min<uint8_t>(direction, kCopyDirections - 1))
-      .add(bytes);
+  const size_t subkey = std::min<size_t>(direction, kCopyDirections - 1) * kDeviceSlots +
+                        std::min<uint8_t>(device, Registry::kDevices);
+  bytes_.at(process, static_cast<uint16_t>(idx), static_cast<uint8_t>(subkey)).add(bytes);
 }
 
 void Registry::add_offcpu(uint16_t process, OffCpuCause cause, int64_t ns) {
@@ -157,23 +163,33 @@ void Registry::set_totals(Totals t) {
 std::vector<Family> Registry::collect() const {
   std::vector<Family> out;
   auto api_name = [](uint16_t index) { return std::string(api_catalog()[index].name); };
-  auto labelled = [&](const CounterTable& t, Family f, auto labels_of, double scale) {
+  // Divided, not multiplied by 1e-9: an integer divided by a power of ten is the double nearest
+  // the decimal, which prints in its few digits (x * 1e-9 prints 17 of them).
+  auto labelled = [&](const CounterTable& t, Family f, auto labels_of, double divisor) {
     const size_t n = t.size();
     for (size_t i = 0; i < n; ++i) {
       const CounterTable::Entry& e = t.entry(i);
-      f.series.push_back({labels_of(e), static_cast<double>(e.value.get()) * scale, {}, 0});
+      f.series.push_back({labels_of(e), static_cast<double>(e.value.get()) / divisor, {}, 0});
     }
     out.push_back(std::move(f));
+  };
+  // process, pid first: what the series is of.
+  auto process_labels_of = [&](uint16_t slot) {
+    const ProcessLabels& p = process_labels(slot);
+    return Labels{{"process", p.name}, {"pid", p.pid}};
   };
   labelled(
       calls_,
       {"gpuwhy_api_calls",
-       "GPU API calls recorded, by process name and API.",
+       "GPU API calls recorded, by process, device and API.",
        MetricType::Counter,
        {},
        {}},
       [&](const CounterTable::Entry& e) {
-        return Labels{{"process", process_name(e.process)}, {"api", api_name(e.key)}};
+        Labels l = process_labels_of(e.process);
+        l.emplace_back("device", device_label(e.subkey));
+        l.emplace_back("api", api_name(e.key));
+        return l;
       },
       1.0);
 
@@ -181,7 +197,8 @@ std::vector<Family> Registry::collect() const {
               "Duration of GPU API calls (entry to return) by API; entry-only calls have none.",
               MetricType::Histogram,
               {},
-              {}};
+              {},
+              "seconds"};
   for (int64_t b : bucket_bounds_ns()) hist.upper_bounds.push_back(static_cast<double>(b) / 1e9);
   for (size_t i = 0; i < histograms_.size(); ++i) {
     const Histogram& h = *histograms_[i];
@@ -189,7 +206,7 @@ std::vector<Family> Registry::collect() const {
     uint64_t total = 0;
     for (const SingleWriterCounter& c : h.buckets) total += s.buckets.emplace_back(c.get());
     if (total == 0) continue;
-    s.sum = static_cast<double>(h.sum_ns.get()) / 1e9;
+    s.sum = static_cast<double>(h.sum_ns.get()) / 1e9;  // divided: see labelled
     hist.series.push_back(std::move(s));
   }
   out.push_back(std::move(hist));
@@ -197,14 +214,18 @@ std::vector<Family> Registry::collect() const {
   labelled(
       bytes_,
       {"gpuwhy_api_bytes",
-       "Bytes requested by GPU memory copies, by process, API and direction.",
+       "Bytes requested by GPU memory copies, by process, device, API and direction.",
        MetricType::Counter,
        {},
-       {}},
+       {},
+       "bytes"},
       [&](const CounterTable::Entry& e) {
-        return Labels{{"process", process_name(e.process)},
-                      {"api", api_name(e.key)},
-                      {"direction", copy_direction_name(e.subkey)}};
+        Labels l = process_labels_of(e.process);
+        l.emplace_back("device", device_label(static_cast<uint8_t>(e.subkey % kDeviceSlots)));
+        l.emplace_back("api", api_name(e.key));
+        l.emplace_back("direction",
+                       copy_direction_name(static_cast<uint8_t>(e.subkey / kDeviceSlots)));
+        return l;
       },
       1.0);
   labelled(
@@ -214,12 +235,14 @@ std::vector<Family> Registry::collect() const {
        "waiting for a CPU; futex, syscall: asleep in one; uninterruptible: D state).",
        MetricType::Counter,
        {},
-       {}},
+       {},
+       "seconds"},
       [&](const CounterTable::Entry& e) {
-        return Labels{{"process", process_name(e.process)},
-                      {"cause", offcpu_cause_name(static_cast<OffCpuCause>(e.subkey))}};
+        Labels l = process_labels_of(e.process);
+        l.emplace_back("cause", offcpu_cause_name(static_cast<OffCpuCause>(e.subkey)));
+        return l;
       },
-      1e-9);
+      1e9);
 
   Totals totals;
   {
@@ -255,11 +278,8 @@ std::vector<Family> Registry::collect() const {
                  MetricType::Gauge,
                  {},
                  {{{{"version", GPUWHY_VERSION}}, 1.0, {}, 0}}});
-  out.push_back({"process_start_time_seconds",
-                 "Start time of the gpuwhy trace process since the Unix epoch in seconds.",
-                 MetricType::Gauge,
-                 {},
-                 {{{}, start_time_s_, {}, 0}}});
+  // The agent's own cost, as a client library's process collector reports it.
+  for (Family& f : process_families()) out.push_back(std::move(f));
   return out;
 }
 

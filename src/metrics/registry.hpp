@@ -4,11 +4,14 @@
 // (a plain load and store: no lock, no locked instruction on the reader's path); a new label set
 // is published with a release store of its table's size, so a scrape sees each series whole.
 //
-// Label cardinality is bounded: a process label is the process name (comm), at most
-// Limits::process_names distinct names, and each metric keeps at most Limits::series label sets
-// naming a process. Anything beyond either bound is counted under process="other" (its api,
-// direction or cause kept), so a metric never has more than Limits::series plus the size of its
-// other labels' fixed domain (the API catalogue, copy directions, off-CPU causes) series.
+// A per-process series is labelled by the process's name (comm) and its pid, so ranks of one name
+// (eight `python3`) stay apart; a per-device one also by the device ordinal its thread had
+// selected (`device`, as the trace's audit joins it), so it can be joined with a GPU exporter's.
+// Label cardinality is bounded: at most Limits::processes distinct (name, pid) pairs, and each
+// metric keeps at most Limits::series label sets naming a process. Anything beyond either bound
+// is counted under process="other", pid="other" (its device, api, direction or cause kept), so a
+// metric never has more than Limits::series plus the size of its other labels' fixed domain (the
+// device slots, the API catalogue, copy directions, off-CPU causes) series.
 #pragma once
 
 #include <atomic>
@@ -24,8 +27,8 @@
 namespace gpuwhy::metrics {
 
 struct Limits {
-  size_t process_names = 64;  // distinct process label values, "other" aside
-  size_t series = 256;        // label sets per metric that name a process
+  size_t processes = 64;  // distinct (process name, pid) label pairs, "other" aside
+  size_t series = 256;    // label sets per metric that name a process
 };
 
 // A count that only one thread adds to.
@@ -81,14 +84,27 @@ class Registry {
  public:
   explicit Registry(Limits limits = {});
 
+  // Device ordinals 0..kDevices-1 are labelled as such; a higher one is device="other".
+  static constexpr uint8_t kDevices = 16;
+  static uint8_t device_slot(uint64_t ordinal) {
+    return ordinal < kDevices ? static_cast<uint8_t>(ordinal) : kDevices;
+  }
+
   // ---- writer thread (the ring reader) ----
-  // The slot of a process name, 0 ("other") once the names are used up.
-  uint16_t process_slot(const std::string& name);
-  void add_call(uint16_t process, uint16_t api_id, int64_t dur_ns, bool has_duration);
-  void add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction, uint64_t bytes);
+  // The slot of a process (name and pid), 0 ("other") once the slots are used up.
+  uint16_t process_slot(uint32_t pid, const std::string& name);
+  // `device`: device_slot() of the ordinal the calling thread had selected.
+  void add_call(uint16_t process, uint16_t api_id, uint8_t device, int64_t dur_ns,
+                bool has_duration);
+  void add_copy_bytes(uint16_t process, uint16_t api_id, uint8_t direction, uint8_t device,
+                      uint64_t bytes);
   void add_offcpu(uint16_t process, OffCpuCause cause, int64_t ns);
   void set_traced_processes(uint64_t n) { traced_processes_.set(n); }
   bool is_copy(uint16_t api_id) const { return api_id < is_copy_.size() && is_copy_[api_id]; }
+  // cudaSetDevice, hipSetDevice: the call selects its thread's current device.
+  bool selects_device(uint16_t api_id) const {
+    return api_id < selects_device_.size() && selects_device_[api_id];
+  }
 
   // ---- any thread, rarely (the main loop, about once a second) ----
   struct Totals {
@@ -114,22 +130,26 @@ class Registry {
     explicit Histogram(size_t n) : buckets(n) {}
   };
   int api_index(uint16_t api_id) const;
-  std::string process_name(uint16_t slot) const;
+  struct ProcessLabels {
+    std::string name, pid;
+  };
+  const ProcessLabels& process_labels(uint16_t slot) const;
 
   Limits limits_;
-  // Process names: slot i+1 is names_[i]; published by names_n_ (release) before any series
+  // Processes: slot i+1 is processes_[i]; published by processes_n_ (release) before any series
   // names the slot.
-  std::unique_ptr<std::string[]> names_;
-  std::atomic<size_t> names_n_{0};
-  std::unordered_map<std::string, uint16_t> slot_of_;  // writer only
+  std::unique_ptr<ProcessLabels[]> processes_;
+  std::atomic<size_t> processes_n_{0};
+  std::unordered_map<std::string, uint16_t> slot_of_;  // writer only: "pid/name" -> slot
   std::vector<int16_t> api_index_;                     // api id -> catalogue position, -1: none
   std::vector<bool> is_copy_;                          // api id -> a memory copy
+  std::vector<bool> selects_device_;                   // api id -> category Device
+  // calls: subkey the device slot; bytes: direction * kDeviceSlots + device slot.
   CounterTable calls_, bytes_, offcpu_ns_;
   std::vector<std::unique_ptr<Histogram>> histograms_;  // by catalogue position
   SingleWriterCounter traced_processes_;
   mutable std::mutex totals_mu_;  // never taken by the reader
   Totals totals_;
-  double start_time_s_ = 0;
   std::vector<int64_t> bounds_ns_;  // bucket_bounds_ns(), kept at hand for the reader's path
 };
 

@@ -4,12 +4,12 @@
 // notification, nothing; it never throws and never stops serving.
 #include <gtest/gtest.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "cli/commands.hpp"
 #include "mcp/jsonrpc.hpp"
 #include "mcp_client.hpp"
+#include "shell_run.hpp"
+#include "store_fixture.hpp"
 
 namespace gpuwhy::testing {
 namespace {
@@ -201,25 +201,65 @@ TEST(McpFraming, ServeStopsWhenItsOutputCannotBeWritten) {
   std::fclose(out);
 }
 
-TEST(McpCommand, AMissingTraceIsOneLineAndAFailingExit) {
-  CLI::App app{"test"};
-  cli::Runner run;
-  cli::add_mcp_command(app, run);
-  std::vector<std::string> args = {"gpuwhy", "mcp", "--db", "/nonexistent/gw-mcp-test.db"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  ASSERT_TRUE(run);
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  const int code = run();
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(code, 0);
-  EXPECT_EQ(out, "");
-  EXPECT_EQ(err,
-            "gpuwhy: no trace file at /nonexistent/gw-mcp-test.db; record one with 'sudo gpuwhy "
-            "trace' or pass --db\n");
+// A client shows a server that exits at start only as "Connection closed": `gpuwhy mcp` on a file
+// it cannot open says why on stderr once, then serves, and each tool call's error result says it
+// to the user (resources and ping still answer).
+TEST(McpCommand, ATraceThatCannotBeOpenedIsEachToolCallsErrorAndTheServerServes) {
+  TempDir dir;
+  const std::string not_trace = dir.file("notes.db");
+  {
+    std::ofstream f(not_trace);
+    f << "not a trace\n";
+  }
+  const std::string gpuwhy = std::string(GW_BINARY_DIR) + "/gpuwhy";
+  const std::string requests =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",)"
+      R"("capabilities":{}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"explain"}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"query",)"
+      R"("arguments":{"sql":"SELECT 1"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"gpuwhy://views"}})"
+      "\n";
+  {
+    std::ofstream f(dir.file("in.jsonl"));
+    f << requests;
+  }
+  struct Case {
+    std::string db, line;
+  };
+  const Case cases[] = {
+      {"/nonexistent/gw-mcp-test.db",
+       "no trace file at /nonexistent/gw-mcp-test.db; record one with 'sudo gpuwhy trace' or "
+       "pass --db"},
+      {not_trace, not_trace +
+                      " is not a gpuwhy trace (not a SQLite database, or corrupt): file is not a "
+                      "database"},
+  };
+  for (const Case& c : cases) {
+    const ShellResult r =
+        shell(shell_quote(gpuwhy) + " mcp --db " + shell_quote(c.db) + " < " +
+              shell_quote(dir.file("in.jsonl")) + " 2> " + shell_quote(dir.file("err.txt")));
+    EXPECT_EQ(r.exit_code, 0) << c.db;
+    EXPECT_EQ(
+        slurp(dir.file("err.txt")),
+        "gpuwhy: " + c.line + " (serving anyway: each tool call answers this as its error)\n");
+    std::vector<json> answers;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) answers.push_back(json::parse(line));
+    ASSERT_EQ(answers.size(), 4u) << r.out;
+    EXPECT_TRUE(answers[0].contains("result")) << answers[0].dump();
+    for (int i : {1, 2}) {
+      const json& result = answers[i]["result"];
+      EXPECT_EQ(result["isError"], true) << result.dump();
+      EXPECT_EQ(result["content"][0]["text"], c.line);
+      EXPECT_FALSE(result.contains("structuredContent"));
+    }
+    EXPECT_NE(answers[3]["result"]["contents"][0]["text"].get<std::string>().find("## v_calls"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

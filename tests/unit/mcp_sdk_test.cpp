@@ -2,15 +2,19 @@
 // The MCP server as a real consumer sees it: the official MCP TypeScript SDK client
 // (@modelcontextprotocol/sdk, installed by scripts/install-export-tools) starts `gpuwhy mcp` on a
 // golden fixture trace over stdio and calls its tools (tests/mcp/sdk_client.mjs). The report it
-// gets from explain is `gpuwhy explain --json`'s, byte for byte once parsed.
+// gets from explain is `gpuwhy explain --json`'s, byte for byte once parsed, as compact text and
+// as structuredContent the SDK validated against the tool's outputSchema; a file that is no trace
+// is an error result the SDK user reads, not a closed connection.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "mcp_client.hpp"
+#include "store_fixture.hpp"
 
 namespace gpuwhy::testing {
 namespace {
@@ -53,9 +57,25 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
                  << " (scripts/install-export-tools)";
   const std::string gpuwhy = std::string(GW_BINARY_DIR) + "/gpuwhy";
   const std::string& db = fixture_trace("hidden_sync");
-  const ShellRun r = sh("GW_MCP_DIR=" + quote(sdk_dir()) + " timeout 120 node " +
-                        quote(std::string(GW_SOURCE_DIR) + "/tests/mcp/sdk_client.mjs") + " " +
-                        quote(gpuwhy) + " " + quote(db) + " 2>&1");
+  TempDir dir;
+  const std::string not_trace = dir.file("notes.db");
+  {
+    std::ofstream f(not_trace);
+    f << "not a trace\n";
+  }
+  // Every golden explain report, for the output schema to be checked on all of them.
+  std::string reports;
+  size_t report_count = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(GW_SOURCE_DIR) / "tests/golden"))
+    if (fs::exists(e.path() / "explain.json")) {
+      reports += " " + quote((e.path() / "explain.json").string());
+      ++report_count;
+    }
+  ASSERT_GE(report_count, 5u);
+  const ShellRun r =
+      sh("GW_MCP_DIR=" + quote(sdk_dir()) + " timeout 120 node " +
+         quote(std::string(GW_SOURCE_DIR) + "/tests/mcp/sdk_client.mjs") + " " + quote(gpuwhy) +
+         " " + quote(db) + " " + quote(not_trace) + reports + " 2>&1");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json out = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(out.is_discarded()) << r.out;
@@ -66,6 +86,10 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
   for (const json& t : out["tools"]) names.push_back(t["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"explain", "chain_evidence", "query", "processes",
                                              "threads", "top_operations", "audit"}));
+  for (const json& t : out["tools"]) {
+    const std::string name = t["name"];
+    EXPECT_EQ(t["output_schema"], name == "explain" || name == "audit" || name == "query") << name;
+  }
 
   // explain: the same JSON as the command line prints.
   const ShellRun cli = sh(gpuwhy + " explain --json --db " + quote(db));
@@ -74,6 +98,23 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
   EXPECT_EQ(out["explain"]["report"], json::parse(cli.out));
   EXPECT_EQ(out["explain"]["report"]["chains"][0]["kind"], "hidden_sync");
   EXPECT_EQ(out["chain"]["chain"], out["explain"]["report"]["chains"][0]);
+  EXPECT_EQ(out["chain"]["structured"], false);  // chain_evidence declares no output schema
+  // Structured and compact: the SDK validated structuredContent (callTool throws otherwise), it
+  // is the text block's JSON, and the text has no indentation: the compact form of the report.
+  for (const char* tool : {"explain", "audit", "query"}) {
+    const json& t = out[tool];
+    EXPECT_EQ(t["isError"], false) << tool << ": " << t.dump();
+    EXPECT_EQ(t["structured"], true) << tool;
+    EXPECT_EQ(t["same_as_text"], true) << tool;
+    EXPECT_EQ(t["compact"], true) << tool;
+  }
+  EXPECT_EQ(out["explain"]["text_bytes"], json::parse(cli.out).dump().size());
+  EXPECT_EQ(out["audit"]["report"]["schema"], "gpuwhy.audit/1");
+  ASSERT_EQ(out["reports"].size(), report_count);
+  for (const json& rep : out["reports"])
+    EXPECT_EQ(rep["valid"], true) << rep["file"] << ": " << rep["error"];
+  for (const auto& [what, valid] : out["refused"].items())
+    EXPECT_EQ(valid, false) << what << " passed the output schema";
 
   EXPECT_EQ(out["query"]["isError"], false);
   EXPECT_EQ(out["query"]["result"]["columns"], json::array({"n"}));
@@ -101,6 +142,22 @@ TEST(McpSdk, OfficialTypeScriptClientUsesTheServer) {
   EXPECT_EQ(out["schema"]["mimeType"], "text/markdown");
   EXPECT_EQ(out["schema"]["text"], file_text(fs::path(GW_SOURCE_DIR) / "docs/schema.md"));
   EXPECT_EQ(out["stderr"], "");
+
+  // A file that is no trace: one line on stderr, and each tool call an error result the SDK
+  // user reads (not "Connection closed"), the server still answering.
+  const std::string line =
+      not_trace +
+      " is not a gpuwhy trace (not a SQLite database, or corrupt): file is not a "
+      "database";
+  for (const char* tool : {"explain", "query"}) {
+    const json& t = out["not_a_trace"][tool];
+    EXPECT_EQ(t.value("thrown", false), false) << tool << ": " << t.dump();
+    EXPECT_EQ(t["isError"], true) << tool;
+    EXPECT_EQ(t["text"], line) << tool;
+    EXPECT_EQ(t["structured"], false) << tool;
+  }
+  EXPECT_EQ(out["not_a_trace"]["stderr"],
+            "gpuwhy: " + line + " (serving anyway: each tool call answers this as its error)\n");
 }
 
 }  // namespace

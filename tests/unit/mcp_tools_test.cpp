@@ -44,6 +44,50 @@ TEST_F(McpTools, ListsSevenReadOnlyToolsWithObjectSchemas) {
   EXPECT_EQ(r["tools"][2]["inputSchema"]["required"], json::array({"sql"}));
 }
 
+// MCP 2025-06-18: explain, audit and query declare an output schema and return their result as
+// structuredContent too, the same JSON as the text block, which is compact (indentation was ~45%
+// of an explain report's tokens). Clients of earlier revisions get neither, as those have none.
+TEST_F(McpTools, ExplainAuditAndQueryReturnStructuredContentAndCompactText) {
+  const json list = client_.request("tools/list")["result"]["tools"];
+  for (const json& t : list) {
+    const std::string name = t["name"];
+    const bool declared = name == "explain" || name == "audit" || name == "query";
+    EXPECT_EQ(t.contains("outputSchema"), declared) << name;
+    if (declared) EXPECT_EQ(t["outputSchema"]["type"], "object") << name;
+  }
+  const std::pair<const char*, json> calls[] = {
+      {"explain", json::object()},
+      {"audit", json::object()},
+      {"query", {{"sql", "SELECT pid, comm FROM processes"}}},
+      {"processes", json::object()}};
+  for (const auto& [tool, args] : calls) {
+    const json r = client_.call(tool, args);
+    ASSERT_EQ(r.value("isError", true), false) << tool << ": " << r.dump();
+    const std::string text = r["content"][0]["text"];
+    // The compact form: what dumping the parsed text (keys in their order) without indent gives.
+    EXPECT_EQ(text, nlohmann::ordered_json::parse(text).dump()) << tool;
+    EXPECT_EQ(text.find('\n'), std::string::npos) << tool;
+    if (std::string(tool) == "processes") {
+      EXPECT_FALSE(r.contains("structuredContent"));  // no output schema declared
+      continue;
+    }
+    ASSERT_TRUE(r.contains("structuredContent")) << tool;
+    EXPECT_EQ(r["structuredContent"], json::parse(text)) << tool;
+  }
+  // The schema's required members are in the results.
+  const json explain = client_.call("explain")["structuredContent"];
+  const json schema = list[0]["outputSchema"];
+  for (const json& member : schema["required"])
+    EXPECT_TRUE(explain.contains(member.get<std::string>())) << member;
+
+  McpClient old(options_for(db_), "2025-03-26");
+  for (const json& t : old.request("tools/list")["result"]["tools"])
+    EXPECT_FALSE(t.contains("outputSchema")) << t["name"];
+  const json r = old.call("explain");
+  EXPECT_FALSE(r.contains("structuredContent"));
+  EXPECT_EQ(json::parse(r["content"][0]["text"].get<std::string>()), client_.ok("explain"));
+}
+
 TEST_F(McpTools, ExplainReturnsTheReportOfExplainJson) {
   // tests/golden/nccl_straggler/explain.json is `gpuwhy explain --json` on this trace.
   const json expected =

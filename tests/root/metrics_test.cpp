@@ -64,13 +64,48 @@ std::string http_get(uint16_t port, const std::string& path, const std::string& 
   return out.substr(body + 4);
 }
 
-// The value of the sample `line_prefix` ("name{labels}") in an exposition, -1 when absent.
-double sample(const std::string& text, const std::string& line_prefix) {
+// A sample's name and its labels ("name{a=\"x\",b=\"y\"}" -> name, {a: x, b: y}).
+std::pair<std::string, std::map<std::string, std::string>> parse_series(const std::string& s) {
+  const size_t brace = s.find('{');
+  std::map<std::string, std::string> labels;
+  if (brace == std::string::npos) return {s, labels};
+  size_t i = brace + 1;
+  while (i < s.size() && s[i] != '}') {
+    const size_t eq = s.find("=\"", i);
+    if (eq == std::string::npos) break;
+    std::string value;
+    size_t j = eq + 2;
+    for (; j < s.size() && s[j] != '"'; ++j) {
+      if (s[j] == '\\' && j + 1 < s.size()) ++j;
+      value += s[j];
+    }
+    labels[s.substr(i, eq - i)] = value;
+    i = j + 1;
+    if (i < s.size() && s[i] == ',') ++i;
+  }
+  return {s.substr(0, brace), labels};
+}
+
+// The sum of the samples of `series` ("name{labels}") in an exposition over every series of that
+// name whose labels include the ones given (a process's calls on all its devices); -1 when none.
+double sample(const std::string& text, const std::string& series) {
+  const auto [name, want] = parse_series(series);
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(line_prefix + " ", 0) == 0)
-      return std::stod(line.substr(line_prefix.size() + 1));
-  return -1;
+  double sum = 0;
+  bool found = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    const auto [n, labels] = parse_series(line.substr(0, space));
+    if (n != name) continue;
+    bool all = true;
+    for (const auto& [k, v] : want) all = all && labels.count(k) && labels.at(k) == v;
+    if (!all) continue;
+    sum += std::stod(line.substr(space + 1));
+    found = true;
+  }
+  return found ? sum : -1;
 }
 
 std::string program(const char* name) {

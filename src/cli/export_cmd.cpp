@@ -47,11 +47,12 @@ bool same_file(const std::string& a, const std::string& b) {
 int run_export(const ExportFlags& f) {
   if (f.out.empty())
     return fail(
-        "no output given; pass -o FILE (a directory for csv/jsonl without --table, '-' "
+        "no output given; pass -o FILE (a directory for csv/jsonl/parquet without --table, '-' "
         "for standard output with --table)",
         2);
-  if (!f.table.empty() && f.format != "csv" && f.format != "jsonl")
-    return fail("--table goes with --format csv or jsonl", 2);
+  const bool per_table = f.format == "csv" || f.format == "jsonl" || f.format == "parquet";
+  if (!f.table.empty() && !per_table)
+    return fail("--table goes with --format csv, jsonl or parquet", 2);
   if (same_file(f.out, f.db)) return fail(f.out + " is the trace itself; pick another -o", 2);
   if (f.format == "clickhouse" && f.window.any())
     return fail(
@@ -59,8 +60,7 @@ int run_export(const ExportFlags& f) {
         "its NCCL set-up); drop --since/--from/--to/--pid",
         2);
   struct stat st {};
-  const bool to_dir =
-      ((f.format == "csv" || f.format == "jsonl") && f.table.empty()) || f.format == "clickhouse";
+  const bool to_dir = (per_table && f.table.empty()) || f.format == "clickhouse";
   if (f.out != "-" && !f.force && stat(f.out.c_str(), &st) == 0 && !(to_dir && S_ISDIR(st.st_mode)))
     return fail(f.out + " exists; pass --force to replace it", 2);
   if (f.out == "-" && f.table.empty())
@@ -92,8 +92,9 @@ int run_export(const ExportFlags& f) {
   } else if (f.format == "perfetto") {
     r = exporter::export_perfetto(tf, *scope, f.out, {.max_slices = f.max_slices});
   } else {
-    const auto tf_format =
-        f.format == "csv" ? exporter::TextFormat::Csv : exporter::TextFormat::Jsonl;
+    const auto tf_format = f.format == "csv"     ? exporter::TextFormat::Csv
+                           : f.format == "jsonl" ? exporter::TextFormat::Jsonl
+                                                 : exporter::TextFormat::Parquet;
     r = f.table.empty() ? exporter::export_text_dir(tf, *scope, tf_format, f.out)
                         : exporter::export_text_table(tf, *scope, tf_format, f.table, f.out);
   }
@@ -114,20 +115,23 @@ int run_export(const ExportFlags& f) {
 
 void add_export_command(CLI::App& root, Runner& run) {
   auto flags = std::make_shared<ExportFlags>();
-  CLI::App* cmd = root.add_subcommand(
-      "export",
-      "Write the trace for other tools: plain SQLite, Nsight-shaped SQLite, CSV/JSONL, Perfetto "
-      "(reads a trace file offline; no root needed; docs/export.md)");
+  CLI::App* cmd =
+      root.add_subcommand("export",
+                          "Write the trace for other tools: plain SQLite, Nsight-shaped SQLite, "
+                          "CSV/JSONL/Parquet, Perfetto "
+                          "(reads a trace file offline; no root needed; docs/export.md)");
   cmd->add_option("--db", flags->db, "Trace file to read")->capture_default_str();
-  cmd->add_option("--format", flags->format,
-                  "sqlite: every table and view, plain; nsight: Nsight Systems' tables; csv, "
-                  "jsonl: a file per table; perfetto: a Perfetto trace; clickhouse: NCCL ranks and "
-                  "collectives for a fleet's ClickHouse (docs/fleet.md)")
+  cmd->add_option(
+         "--format", flags->format,
+         "sqlite: every table and view, plain; nsight: Nsight Systems' tables; csv, "
+         "jsonl, parquet: a file per table; perfetto: a Perfetto trace; clickhouse: NCCL ranks and "
+         "collectives for a fleet's ClickHouse (docs/fleet.md)")
       ->required()
-      ->check(CLI::IsMember({"sqlite", "nsight", "csv", "jsonl", "perfetto", "clickhouse"}));
+      ->check(
+          CLI::IsMember({"sqlite", "nsight", "csv", "jsonl", "parquet", "perfetto", "clickhouse"}));
   cmd->add_option("-o,--out", flags->out,
-                  "Output file (a directory for csv/jsonl without --table; '-': stdout)");
-  cmd->add_option("--table", flags->table, "csv/jsonl: only this table, into the -o file");
+                  "Output file (a directory for csv/jsonl/parquet without --table; '-': stdout)");
+  cmd->add_option("--table", flags->table, "csv/jsonl/parquet: only this table, into the -o file");
   add_window_flags(cmd, flags->window);
   cmd->add_option("--job", flags->job,
                   "clickhouse: the job's name, the same on every host (a scheduler's job id)")

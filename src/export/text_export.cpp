@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "export/text_export.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "core/cleanup.hpp"
 #include "core/untrusted.hpp"
+#include "export/parquet_writer.hpp"
 #include "store/sqlite_util.hpp"
 #include "store/store.hpp"
 
@@ -104,7 +106,74 @@ Result<uint64_t> write_rows(const store::TraceFile& file, const std::string& sel
   return rows;
 }
 
-const char* extension(TextFormat f) { return f == TextFormat::Csv ? ".csv" : ".jsonl"; }
+// A Parquet column's type from the SQLite column's declared type, or, for an expression (the
+// rowid as row_id), from the first row's value. Wall-clock columns are timestamps.
+parquet::ColumnType parquet_type(sqlite3_stmt* st, int i, const std::string& table) {
+  const std::string name = sqlite3_column_name(st, i);
+  const char* decl = sqlite3_column_decltype(st, i);
+  std::string d = decl ? decl : "";
+  for (char& c : d) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  bool integer = d.find("INT") != std::string::npos;
+  bool real =
+      !integer && (d.find("REAL") != std::string::npos || d.find("FLOA") != std::string::npos ||
+                   d.find("DOUB") != std::string::npos);
+  if (!decl) {
+    const int t = sqlite3_column_type(st, i);
+    integer = t == SQLITE_INTEGER;
+    real = t == SQLITE_FLOAT;
+  }
+  if (integer) {
+    const bool wall = name == "ts" || name == "first_seen_ns" || name == "exit_ns" ||
+                      (table == "session" && (name == "start_ns" || name == "end_ns" ||
+                                              name == "last_commit_ns" || name == "last_event_ns"));
+    return wall ? parquet::ColumnType::TimestampNs : parquet::ColumnType::Int64;
+  }
+  return real ? parquet::ColumnType::Double : parquet::ColumnType::Text;
+}
+
+Result<uint64_t> write_parquet(const store::TraceFile& file, const std::string& select, FILE* out,
+                               const std::string& what) {
+  auto s = store::Stmt::prepare(file.db(), select, "reading " + what);
+  if (!s) return s.error();
+  sqlite3_stmt* st = s->get();
+  const int n = sqlite3_column_count(st);
+  int rc = sqlite3_step(st);  // the first row, for the types of expression columns
+  std::vector<parquet::Column> columns;
+  for (int i = 0; i < n; ++i)
+    columns.push_back({sqlite3_column_name(st, i), parquet_type(st, i, what)});
+  parquet::Writer w(out, std::move(columns));
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+    for (int i = 0; i < n; ++i) {
+      switch (sqlite3_column_type(st, i)) {
+        case SQLITE_NULL:
+          w.null();
+          break;
+        case SQLITE_INTEGER:
+          w.int64(sqlite3_column_int64(st, i));
+          break;
+        case SQLITE_FLOAT:
+          w.dbl(sqlite3_column_double(st, i));
+          break;
+        default: {
+          const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+          w.text(t ? t : "", static_cast<size_t>(sqlite3_column_bytes(st, i)));
+        }
+      }
+    }
+    if (!w.end_row()) return errno_error("cannot write " + what);
+  }
+  if (rc != SQLITE_DONE) return store::sqlite_error(file.db(), "reading " + what);
+  if (!w.finish()) return errno_error("cannot write " + what);
+  if (w.mismatched() > 0)
+    return Error{what + ": " + std::to_string(w.mismatched()) +
+                     " values do not have their column's declared type (a damaged file?)",
+                 "export it with --format csv or jsonl, which keep every value as it is"};
+  return w.rows();
+}
+
+const char* extension(TextFormat f) {
+  return f == TextFormat::Csv ? ".csv" : f == TextFormat::Jsonl ? ".jsonl" : ".parquet";
+}
 
 Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, TextFormat format,
                              const TableInfo& t, const std::string& path) {
@@ -113,7 +182,9 @@ Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, T
   const cleanup::Guard partial(path == "-" ? std::string() : path + ".tmp");
   File out(path == "-" ? stdout : std::fopen((path + ".tmp").c_str(), "wb"));
   if (!out) return errno_error("cannot create " + path, errno, "check the output directory");
-  auto rows = write_rows(file, select.value(), format, out.get(), t.name);
+  auto rows = format == TextFormat::Parquet
+                  ? write_parquet(file, select.value(), out.get(), t.name)
+                  : write_rows(file, select.value(), format, out.get(), t.name);
   if (path == "-") {
     std::fflush(stdout);
     return rows;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reads every CSV or JSONL file of a gpuwhy export directory with DuckDB and prints
+// Reads every CSV, JSONL or Parquet file of a gpuwhy export directory with DuckDB and prints
 // "<table> <rows>" per file: export_test compares the counts with the trace's.
-//   node duckdb_counts.mjs DIR csv|jsonl   (NODE_PATH: where @duckdb/node-api is installed)
+//   node duckdb_counts.mjs DIR csv|jsonl|parquet   (GW_DUCKDB_DIR: where @duckdb/node-api is)
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
@@ -16,6 +16,7 @@ for (const f of readdirSync(dir).sort()) {
   // Explicit readers: all_varchar keeps a column DuckDB cannot type (64-bit bit patterns) readable.
   const from = format === 'csv'
     ? `read_csv('${path}', header=true, all_varchar=true)`
+    : format === 'parquet' ? `read_parquet('${path}')`
     : `read_json('${path}', format='newline_delimited')`;
   const r = await con.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${from}`);
   console.log(`${f.slice(0, -format.length - 1)} ${r.getRowObjectsJson()[0].n}`);

@@ -52,6 +52,25 @@ std::string unit_bounding_set() {
   return "";
 }
 
+// The flags of the unit's `ExecStart=/usr/bin/gpuwhy trace ... -o FILE` line, without the output
+// file: the sandboxed agent runs with exactly the retention the service asks for.
+std::vector<std::string> unit_trace_flags() {
+  std::ifstream in(std::string(GW_SOURCE_DIR) + "/packaging/gpuwhy.service");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("ExecStart=/usr/bin/gpuwhy trace ", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(" trace ") + 7));
+    for (std::string w; words >> w;) {
+      if (w == "-o" || w == "--out") {
+        words >> w;  // the file: the test's own
+        continue;
+      }
+      out.push_back(w);
+    }
+  }
+  return out;
+}
+
 // The test helpers exec without a PATH search: the tool's full path, "" when it is not there.
 std::string tool(const std::string& name) {
   for (const char* dir : {"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/"}) {
@@ -73,9 +92,11 @@ class ServiceSandbox : public ::testing::Test {
   // The agent as gpuwhy.service runs it, `bounding` its capability bounding set.
   std::vector<std::string> sandboxed_agent(const std::string& bounding, const std::string& db) {
     const std::string state = dir.path;
+    std::string flags;
+    for (const std::string& f : unit_trace_flags()) flags += " " + f;
     const std::string agent = "exec " + tool("setpriv") + " --bounding-set " + bounding +
-                              " --inh-caps -all --no-new-privs " + gpuwhy_binary() +
-                              " trace --quiet --no-host-libs --out " + db + " --ready-file " +
+                              " --inh-caps -all --no-new-privs " + gpuwhy_binary() + " trace" +
+                              flags + " --no-host-libs --out " + db + " --ready-file " +
                               dir.file("agent.ready");
     // ProtectSystem=strict + ReadWritePaths: everything read-only but the state directory.
     const std::string mount = tool("mount");
@@ -129,6 +150,9 @@ TEST_F(ServiceSandbox, TracesAnotherUsersProcessWithOnlyTheUnitsCapabilities) {
   EXPECT_GE(scalar(**f, "SELECT count FROM event_counts WHERE source = 'held_processes'"), 1)
       << agent.stderr_text();
   EXPECT_EQ(scalar(**f, "SELECT count(*) FROM startup_gaps"), 0) << agent.stderr_text();
+  // The unit's flight recorder (--keep 1h --max-size 2G) is what the file was written under.
+  EXPECT_EQ(scalar(**f, "SELECT keep_ns FROM retention"), 3'600'000'000'000) << agent.stderr_text();
+  EXPECT_EQ(scalar(**f, "SELECT max_bytes FROM retention"), int64_t{2} << 30);
 }
 
 // The same sandbox without CAP_BPF and CAP_SYS_ADMIN (either one allows BPF): the trace is refused

@@ -336,7 +336,7 @@ TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
   for (const std::string& fixture : {std::string("lock_wait"), std::string("transfer_pageable")}) {
     const auto want = trace_counts(Traces::db(fixture));
     ASSERT_GT(want.size(), 10u);
-    for (const std::string format : {"csv", "jsonl"}) {
+    for (const std::string format : {"csv", "jsonl", "parquet"}) {
       const std::string dir = do_export(fixture, format, format + "_dir");
       const ShellRun r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
                             quote((kSource / "tests/export/duckdb_counts.mjs").string()) + " " +
@@ -356,6 +356,72 @@ TEST(ExportText, DuckDbReadsCsvAndJsonlAndCountsTheTracesRows) {
   ASSERT_EQ(one.rc, 0) << one.out;
   EXPECT_TRUE(one.out.starts_with("row_id,ts,dur,pid,tid,api,")) << one.out.substr(0, 200);
   EXPECT_NE(one.out.find(",name,family,category\r\n"), std::string::npos);
+}
+
+// Every value as text: DuckDB's JSON gives 64-bit integers as strings, gpuwhy query's as numbers.
+json as_text(const json& rows) {
+  json out = json::array();
+  for (const json& r : rows) {
+    json o = json::object();
+    for (const auto& [k, v] : r.items())
+      o[k] = v.is_string() ? v.get<std::string>() : v.is_null() ? "NULL" : v.dump();
+    out.push_back(o);
+  }
+  return out;
+}
+
+json duckdb_rows(const std::string& dir, const std::string& sql) {
+  const ShellRun r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
+                        quote((kSource / "tests/export/duckdb_sql.mjs").string()) + " " +
+                        quote(dir) + " " + quote(sql) + " 2>&1");
+  if (r.rc != 0) return "duckdb failed: " + r.out;
+  return json::parse(r.out, nullptr, false);
+}
+
+// The Parquet export read by DuckDB answers as the trace does, with typed columns: `ts` a
+// TIMESTAMP_NS holding the trace's epoch ns, nullable integers still integers (NULLs kept, no
+// float), 64-bit values (addresses, stream handles) with every bit, names as text.
+TEST(ExportParquet, DuckDbReadsTypedColumnsAndAnswersAsTheTrace) {
+  if (!have("node")) GTEST_SKIP() << "node not installed (scripts/install-export-tools)";
+  if (!fs::exists(duckdb_dir() + "/node_modules/@duckdb/node-api"))
+    GTEST_SKIP() << "@duckdb/node-api not installed in " << duckdb_dir()
+                 << " (scripts/install-export-tools)";
+  for (const std::string& fixture : kFixtures) {
+    const std::string db = Traces::db(fixture);
+    const std::string dir = do_export(fixture, "parquet", "parquet_dir");
+    EXPECT_EQ(
+        duckdb_rows(dir,
+                    "SELECT column_name AS c, column_type AS t FROM (DESCRIBE api_calls) "
+                    "WHERE column_name IN ('ts', 'dur', 'addr', 'stream', 'name') ORDER BY 1"),
+        json::parse(R"([{"c": "addr", "t": "BIGINT"}, {"c": "dur", "t": "BIGINT"},
+                              {"c": "name", "t": "VARCHAR"}, {"c": "stream", "t": "BIGINT"},
+                              {"c": "ts", "t": "TIMESTAMP_NS"}])"))
+        << fixture;
+    EXPECT_EQ(as_text(duckdb_rows(
+                  dir,
+                  "SELECT name, count(*) AS calls, count(dur) AS timed, sum(dur) AS ns, "
+                  "count(stream) AS streams, max(addr) AS max_addr, min(addr) AS min_addr, "
+                  "epoch_ns(min(ts)) AS first FROM api_calls GROUP BY name ORDER BY name")),
+              as_text(gpuwhy_rows(
+                  db,
+                  "SELECT name, count(*) AS calls, count(dur) AS timed, sum(dur) AS ns, "
+                  "count(stream) AS streams, max(addr) AS max_addr, min(addr) AS min_addr, "
+                  "min(ts) AS first FROM api_calls GROUP BY name ORDER BY name")))
+        << fixture;
+    // The join the views make: each call's off-CPU time, from the typed columns.
+    EXPECT_EQ(as_text(duckdb_rows(
+                  dir,
+                  "SELECT count(*) AS n, sum(least(epoch_ns(o.ts) + o.dur, epoch_ns(c.ts) + c.dur) "
+                  "- greatest(epoch_ns(o.ts), epoch_ns(c.ts))) AS ns FROM api_calls AS c JOIN "
+                  "offcpu AS o ON o.tid = c.tid AND epoch_ns(o.ts) < epoch_ns(c.ts) + c.dur AND "
+                  "epoch_ns(o.ts) + o.dur > epoch_ns(c.ts) WHERE c.dur NOT NULL")),
+              as_text(gpuwhy_rows(db,
+                                  "SELECT count(*) AS n, sum(min(o.ts + o.dur, c.ts + c.dur) - "
+                                  "max(o.ts, c.ts)) AS ns FROM api_calls AS c JOIN offcpu AS o ON "
+                                  "o.tid = c.tid AND o.ts < c.ts + c.dur AND o.ts + o.dur > c.ts "
+                                  "WHERE c.dur NOT NULL")))
+        << fixture;
+  }
 }
 
 // protoc's text format, one line per field; counts of `type: X` lines and of flow ids. Event

@@ -13,23 +13,23 @@ SELECT c.rowid AS call_id, c.ts, c.dur, c.pid, c.tid, c.api, a.name, a.category,
        coalesce((SELECT sum(i.ns) FROM v_call_offcpu_intervals AS i
                  WHERE i.call_id = c.rowid), 0) AS offcpu_ns,
        coalesce((SELECT sum(i.ns) FROM v_call_offcpu_intervals AS i
-                 WHERE i.call_id = c.rowid AND i.preempted), 0) AS preempted_ns,
+                 WHERE i.call_id = c.rowid AND i.preempted != 0), 0) AS preempted_ns,
        coalesce((SELECT sum(i.ns) FROM v_call_offcpu_intervals AS i
-                 WHERE i.call_id = c.rowid AND NOT i.preempted), 0) AS blocked_ns,
+                 WHERE i.call_id = c.rowid AND i.preempted = 0), 0) AS blocked_ns,
        coalesce((SELECT sum(i.runq_ns) FROM v_call_offcpu_intervals AS i
                  WHERE i.call_id = c.rowid), 0) AS runq_ns,
        (SELECT count(*) FROM v_call_offcpu_intervals AS i WHERE i.call_id = c.rowid) AS intervals,
        (SELECT i.next_task FROM v_call_offcpu_intervals AS i
-        WHERE i.call_id = c.rowid AND i.preempted AND i.next_task IS NOT NULL
+        WHERE i.call_id = c.rowid AND i.preempted != 0 AND i.next_task IS NOT NULL
         GROUP BY i.next_task ORDER BY sum(i.ns) DESC, i.next_task LIMIT 1) AS top_preemptor,
        (SELECT sum(i.ns) AS ns FROM v_call_offcpu_intervals AS i
-        WHERE i.call_id = c.rowid AND i.preempted AND i.next_task IS NOT NULL
+        WHERE i.call_id = c.rowid AND i.preempted != 0 AND i.next_task IS NOT NULL
         GROUP BY i.next_task ORDER BY ns DESC, i.next_task LIMIT 1) AS top_preemptor_ns,
        (SELECT i.waker_task FROM v_call_offcpu_intervals AS i
-        WHERE i.call_id = c.rowid AND NOT i.preempted AND i.waker_task IS NOT NULL
+        WHERE i.call_id = c.rowid AND i.preempted = 0 AND i.waker_task IS NOT NULL
         GROUP BY i.waker_task ORDER BY sum(i.ns) DESC, i.waker_task LIMIT 1) AS top_waker,
        (SELECT sum(i.ns) AS ns FROM v_call_offcpu_intervals AS i
-        WHERE i.call_id = c.rowid AND NOT i.preempted AND i.waker_task IS NOT NULL
+        WHERE i.call_id = c.rowid AND i.preempted = 0 AND i.waker_task IS NOT NULL
         GROUP BY i.waker_task ORDER BY ns DESC, i.waker_task LIMIT 1) AS top_waker_ns
 FROM api_calls AS c
 LEFT JOIN apis AS a ON a.id = c.api;

@@ -10,8 +10,16 @@
 -- `lo`): with the offcpu(tid, ts) index of a finished trace a call costs two index seeks.
 CREATE VIEW v_call_offcpu_intervals AS
 SELECT c.call_id, o.rowid AS offcpu_id, c.pid, c.tid, o.ts, o.dur, o.runq, o.preempted,
-       min(o.ts + o.dur, c.ts + c.dur) - max(o.ts, c.ts) AS ns,
-       max(0, min(o.ts + o.dur, c.ts + c.dur) - max(o.ts + o.dur - o.runq, c.ts)) AS runq_ns,
+       -- CASE, not SQLite's two-argument min()/max(), so that DuckDB runs the view too.
+       CASE WHEN o.ts + o.dur < c.ts + c.dur THEN o.ts + o.dur ELSE c.ts + c.dur END
+         - CASE WHEN o.ts > c.ts THEN o.ts ELSE c.ts END AS ns,
+       CASE WHEN o.runq IS NULL THEN NULL
+            WHEN (CASE WHEN o.ts + o.dur < c.ts + c.dur THEN o.ts + o.dur ELSE c.ts + c.dur END)
+                 - (CASE WHEN o.ts + o.dur - o.runq > c.ts THEN o.ts + o.dur - o.runq ELSE c.ts END)
+                 > 0
+            THEN (CASE WHEN o.ts + o.dur < c.ts + c.dur THEN o.ts + o.dur ELSE c.ts + c.dur END)
+                 - (CASE WHEN o.ts + o.dur - o.runq > c.ts THEN o.ts + o.dur - o.runq ELSE c.ts END)
+            ELSE 0 END AS runq_ns,
        o.next_pid, o.next_tid, n.s AS next_task, o.waker_pid, o.waker_tid, w.s AS waker_task,
        o.holder_pid, o.holder_tid, h.s AS holder_task, o.syscall, sn.name AS syscall_name
 FROM (SELECT rowid AS call_id, ts, dur, pid, tid,

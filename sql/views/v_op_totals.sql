@@ -9,7 +9,9 @@
 CREATE VIEW v_op_totals AS
 SELECT r.pid, r.tid, r.api, a.name, a.family, a.category,
        sum(r.calls) AS calls, sum(r.dur_ns) AS dur_ns, max(r.max_dur_ns) AS max_dur_ns,
-       sum(r.dur_ns) / sum(r.calls) AS avg_dur_ns, sum(r.bytes) AS bytes
+       -- The integer quotient written out, so that DuckDB (whose / divides exactly) gives it too.
+       (sum(r.dur_ns) - sum(r.dur_ns) % sum(r.calls)) / sum(r.calls) AS avg_dur_ns,
+       sum(r.bytes) AS bytes
 FROM api_calls_per_second AS r
 LEFT JOIN apis AS a ON a.id = r.api
-GROUP BY r.pid, r.tid, r.api;
+GROUP BY r.pid, r.tid, r.api, a.name, a.family, a.category;

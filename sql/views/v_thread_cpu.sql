@@ -9,7 +9,7 @@ CREATE VIEW v_thread_cpu AS
 WITH s AS (
   SELECT c.pid, c.tid,
          CASE WHEN c.syscall IS NOT NULL THEN coalesce(n.name, 'syscall ' || c.syscall)
-              WHEN c.kernel THEN 'kernel' ELSE 'user' END AS what,
+              WHEN c.kernel != 0 THEN 'kernel' ELSE 'user' END AS what,
          count(*) AS samples, sum(c.dur) AS est_ns
   FROM cpu_samples AS c LEFT JOIN syscall_names AS n ON n.nr = c.syscall
   GROUP BY c.pid, c.tid, what

@@ -12,8 +12,8 @@ WITH
 r AS MATERIALIZED (SELECT * FROM offcpu_per_second),
 totals AS (
   SELECT pid, tid, sum(ns) AS offcpu_ns,
-         sum(CASE WHEN preempted THEN ns ELSE 0 END) AS preempted_ns,
-         sum(CASE WHEN preempted THEN 0 ELSE ns END) AS blocked_ns,
+         sum(CASE WHEN preempted != 0 THEN ns ELSE 0 END) AS preempted_ns,
+         sum(CASE WHEN preempted != 0 THEN 0 ELSE ns END) AS blocked_ns,
          sum(runq_ns) AS runq_ns, sum(intervals) AS intervals
   FROM r GROUP BY pid, tid
 ),

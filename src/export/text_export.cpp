@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "export/text_export.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -107,7 +108,8 @@ Result<uint64_t> write_rows(const store::TraceFile& file, const std::string& sel
 }
 
 // A Parquet column's type from the SQLite column's declared type, or, for an expression (the
-// rowid as row_id), from the first row's value. Wall-clock columns are timestamps.
+// rowid as row_id, the rollups' sums), from the first row's value. Wall-clock columns are
+// timestamps.
 parquet::ColumnType parquet_type(sqlite3_stmt* st, int i, const std::string& table) {
   const std::string name = sqlite3_column_name(st, i);
   const char* decl = sqlite3_column_decltype(st, i);
@@ -117,10 +119,12 @@ parquet::ColumnType parquet_type(sqlite3_stmt* st, int i, const std::string& tab
   bool real =
       !integer && (d.find("REAL") != std::string::npos || d.find("FLOA") != std::string::npos ||
                    d.find("DOUB") != std::string::npos);
-  if (!decl) {
+  if (!decl) {  // an expression (row_id, a rollup's sums): what its first value is
     const int t = sqlite3_column_type(st, i);
-    integer = t == SQLITE_INTEGER;
     real = t == SQLITE_FLOAT;
+    // NULL first (a sum of no bytes) or no row: the expressions here are counts and sums; a text
+    // value later fails the export with one line rather than being written wrong.
+    integer = t == SQLITE_INTEGER || t == SQLITE_NULL;
   }
   if (integer) {
     const bool wall = name == "ts" || name == "first_seen_ns" || name == "exit_ns" ||
@@ -132,15 +136,18 @@ parquet::ColumnType parquet_type(sqlite3_stmt* st, int i, const std::string& tab
 }
 
 Result<uint64_t> write_parquet(const store::TraceFile& file, const std::string& select, FILE* out,
-                               const std::string& what) {
+                               const std::string& what, std::vector<std::string>* timestamps) {
   auto s = store::Stmt::prepare(file.db(), select, "reading " + what);
   if (!s) return s.error();
   sqlite3_stmt* st = s->get();
   const int n = sqlite3_column_count(st);
   int rc = sqlite3_step(st);  // the first row, for the types of expression columns
   std::vector<parquet::Column> columns;
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
     columns.push_back({sqlite3_column_name(st, i), parquet_type(st, i, what)});
+    if (timestamps && columns.back().type == parquet::ColumnType::TimestampNs)
+      timestamps->push_back(columns.back().name);
+  }
   parquet::Writer w(out, std::move(columns));
   for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
     for (int i = 0; i < n; ++i) {
@@ -176,14 +183,15 @@ const char* extension(TextFormat f) {
 }
 
 Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, TextFormat format,
-                             const TableInfo& t, const std::string& path) {
+                             const TableInfo& t, const std::string& path,
+                             std::vector<std::string>* timestamps = nullptr) {
   auto select = select_sql(t, scope);
   if (!select) return select.error();
   const cleanup::Guard partial(path == "-" ? std::string() : path + ".tmp");
   File out(path == "-" ? stdout : std::fopen((path + ".tmp").c_str(), "wb"));
   if (!out) return errno_error("cannot create " + path, errno, "check the output directory");
   auto rows = format == TextFormat::Parquet
-                  ? write_parquet(file, select.value(), out.get(), t.name)
+                  ? write_parquet(file, select.value(), out.get(), t.name, timestamps)
                   : write_rows(file, select.value(), format, out.get(), t.name);
   if (path == "-") {
     std::fflush(stdout);
@@ -202,6 +210,60 @@ Result<uint64_t> write_table(const store::TraceFile& file, const Scope& scope, T
     return e;
   }
   return rows;
+}
+
+// The shipped views in an order DuckDB can create them in (it binds a view when it is made, so
+// one that reads another comes after it); those the export holds as tables (the rollups) left out.
+std::vector<store::ViewInfo> views_in_order() {
+  std::vector<store::ViewInfo> left = store::shipped_views(), out;
+  while (!left.empty()) {
+    const size_t before = left.size();
+    for (auto it = left.begin(); it != left.end();) {
+      const bool waits = std::any_of(left.begin(), left.end(), [&](const store::ViewInfo& o) {
+        return o.name != it->name && it->sql.find(o.name + " ") != std::string_view::npos;
+      });
+      if (waits) {
+        ++it;
+      } else {
+        out.push_back(*it);
+        it = left.erase(it);
+      }
+    }
+    if (left.size() == before) {  // a cycle cannot be: keep the rest as they are
+      out.insert(out.end(), left.begin(), left.end());
+      break;
+    }
+  }
+  return out;
+}
+
+// duckdb.sql beside a Parquet export: each file as a DuckDB table (timestamps as epoch ns again,
+// the integers the views compute with; event tables in row_id order), then gpuwhy's views.
+std::string duckdb_script(
+    const std::vector<std::pair<TableInfo, std::vector<std::string>>>& tables) {
+  std::string out =
+      "-- gpuwhy's Parquet export as DuckDB tables, and gpuwhy's views over them "
+      "(docs/export.md).\n"
+      "-- Run it from this directory: duckdb trace.duckdb < duckdb.sql\n";
+  for (const auto& [t, timestamps] : tables) {
+    const std::string q = "\"" + t.name + "\"";
+    std::string replace;
+    for (const std::string& c : timestamps)
+      replace +=
+          (replace.empty() ? "" : ", ") + std::string("epoch_ns(\"") + c + "\") AS \"" + c + "\"";
+    out += "CREATE TABLE " + q + " AS SELECT *" +
+           (replace.empty() ? "" : " REPLACE (" + replace + ")") + " FROM read_parquet('" + t.name +
+           ".parquet')" + (t.chunked ? " ORDER BY row_id" : "") + ";\n";
+  }
+  for (const store::ViewInfo& v : views_in_order()) {
+    if (std::any_of(tables.begin(), tables.end(),
+                    [&](const auto& t) { return t.first.name == v.name; }))
+      continue;
+    std::string sql(v.sql);
+    while (!sql.empty() && std::isspace(static_cast<unsigned char>(sql.back()))) sql.pop_back();
+    out += sql + (sql.ends_with(";") ? "\n" : ";\n");
+  }
+  return out;
 }
 
 }  // namespace
@@ -229,10 +291,12 @@ Result<ExportStats> export_text_dir(const store::TraceFile& file, const Scope& s
     return tables.error();
   }
   ExportStats stats;
+  std::vector<std::pair<TableInfo, std::vector<std::string>>> parquet_tables;
   for (const TableInfo& t : tables.value()) {
     const std::string path = dir + "/" + t.name + extension(format);
     guards.emplace_back(path);
-    auto rows = write_table(file, scope, format, t, path);
+    std::vector<std::string> timestamps;
+    auto rows = write_table(file, scope, format, t, path, &timestamps);
     if (!rows) {
       undo();
       return Error{rows.error().what + " (the files written before it were removed)",
@@ -241,6 +305,23 @@ Result<ExportStats> export_text_dir(const store::TraceFile& file, const Scope& s
     written.push_back(path);
     stats.rows += rows.value();
     ++stats.tables;
+    if (format == TextFormat::Parquet) parquet_tables.emplace_back(t, std::move(timestamps));
+  }
+  if (format == TextFormat::Parquet) {
+    const std::string path = dir + "/duckdb.sql";
+    guards.emplace_back(path);
+    const std::string script = duckdb_script(parquet_tables);
+    File out(std::fopen(path.c_str(), "wb"));
+    const bool ok = out &&
+                    std::fwrite(script.data(), 1, script.size(), out.get()) == script.size() &&
+                    std::fflush(out.get()) == 0;
+    out.reset();
+    if (!ok) {
+      written.push_back(path);
+      undo();
+      return errno_error("cannot write " + path + " (the files written before it were removed)");
+    }
+    written.push_back(path);
   }
   return stats;
 }

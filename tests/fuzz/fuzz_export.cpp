@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -322,6 +323,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       exporter::export_text_dir(**file, *scope, exporter::TextFormat::Jsonl, dir / "out/jsonl");
   if (jsonl) check_jsonl_dir(dir / "out/jsonl", jsonl->rows);
   if (csv && jsonl && csv->rows != jsonl->rows) std::abort();
+  // Parquet: every file framed (PAR1 at both ends, the footer's length inside the file), and
+  // as many rows as the CSV export wrote when both succeed.
+  auto pq = exporter::export_text_dir(**file, *scope, exporter::TextFormat::Parquet,
+                                      dir / "out/parquet");
+  if (pq) {
+    for (const auto& e : fs::directory_iterator(dir / "out/parquet")) {
+      const std::string b = slurp(e.path().string());
+      if (b.size() < 12 || b.compare(0, 4, "PAR1") != 0 || b.compare(b.size() - 4, 4, "PAR1") != 0)
+        std::abort();
+      uint32_t footer = 0;
+      std::memcpy(&footer, b.data() + b.size() - 8, 4);
+      if (footer + 12 > b.size()) std::abort();
+    }
+    if (csv && csv->rows != pq->rows) std::abort();
+  }
   const std::string pf = dir / "out/t.perfetto";
   if (exporter::export_perfetto(**file, *scope, pf)) check_perfetto(slurp(pf));
   (void)exporter::export_plain_sqlite(**file, *scope, dir / "out/plain.db");

@@ -424,6 +424,57 @@ TEST(ExportParquet, DuckDbReadsTypedColumnsAndAnswersAsTheTrace) {
   }
 }
 
+// Each statement's rows, from one DuckDB session over the export (duckdb_views.mjs).
+std::vector<json> duckdb_view_rows(const std::string& dir, const std::vector<std::string>& sql) {
+  std::string args;
+  for (const std::string& q : sql) args += " " + quote(q);
+  const ShellRun r = sh("GW_DUCKDB_DIR=" + quote(duckdb_dir()) + " node " +
+                        quote((kSource / "tests/export/duckdb_views.mjs").string()) + " " +
+                        quote(dir) + args + " 2>&1");
+  std::vector<json> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line, nullptr, false));
+  if (r.rc != 0 || out.size() != sql.size()) out.assign(sql.size(), "duckdb failed: " + r.out);
+  return out;
+}
+
+// The Parquet export's duckdb.sql makes DuckDB tables of the files and creates gpuwhy's views
+// over them: every view runs there and answers as on the trace (call ids aside: DuckDB numbers
+// rows its own way).
+TEST(ExportParquet, GpuwhysViewsRunInDuckDbAndAnswerAsTheTrace) {
+  if (!have("node")) GTEST_SKIP() << "node not installed (scripts/install-export-tools)";
+  if (!fs::exists(duckdb_dir() + "/node_modules/@duckdb/node-api"))
+    GTEST_SKIP() << "@duckdb/node-api not installed in " << duckdb_dir()
+                 << " (scripts/install-export-tools)";
+  const std::vector<std::string> questions = {
+      "SELECT pid, tid, name, family, category, calls, dur_ns, max_dur_ns, avg_dur_ns, bytes FROM "
+      "v_op_totals ORDER BY pid, tid, api",
+      "SELECT count(*) AS n, sum(oncpu_ns) AS oncpu, sum(offcpu_ns) AS offcpu, sum(preempted_ns) "
+      "AS preempted, sum(blocked_ns) AS blocked, sum(runq_ns) AS runq, sum(intervals) AS i, "
+      "count(top_preemptor) AS p, count(top_waker) AS w FROM v_call_offcpu",
+      "SELECT count(*) AS n, sum(ns) AS ns, sum(runq_ns) AS runq FROM v_call_offcpu_intervals",
+      "SELECT pid, tid, comm, offcpu_ns, preempted_ns, blocked_ns, runq_ns, intervals, "
+      "top_preemptor, top_preemptor_ns, top_waker, top_waker_ns FROM v_thread_offcpu ORDER BY "
+      "pid, tid",
+      "SELECT count(*) AS n, sum(calls) AS calls, sum(busy_ns) AS busy, sum(bytes) AS bytes FROM "
+      "v_throughput",
+      "SELECT count(*) AS n, sum(dur) AS dur, count(direction) AS d, count(py_file) AS py FROM "
+      "v_calls",
+      "SELECT count(*) AS n FROM v_call_sites",
+      "SELECT count(*) AS n FROM v_python_sites",
+      "SELECT pid, tid, what, samples, est_ns FROM v_thread_cpu ORDER BY pid, tid, what",
+      "SELECT source, cause, count FROM v_losses ORDER BY source, cause"};
+  for (const std::string& fixture : {std::string("lock_wait"), std::string("cpu_contention"),
+                                     std::string("transfer_pageable")}) {
+    const std::string db = Traces::db(fixture);
+    const std::string dir = do_export(fixture, "parquet", "parquet_dir");
+    const std::vector<json> got = duckdb_view_rows(dir, questions);
+    for (size_t i = 0; i < questions.size(); ++i)
+      EXPECT_EQ(as_text(got[i]), as_text(gpuwhy_rows(db, questions[i])))
+          << fixture << ": " << questions[i];
+  }
+}
+
 // protoc's text format, one line per field; counts of `type: X` lines and of flow ids. Event
 // names, categories and annotation names are interned: a packet's InternedData names them by iid
 // (protoc prints it after the event, field 12 after 11), so a packet is read whole, then resolved.

@@ -241,5 +241,67 @@ TEST(WholeTimeline, AnEmptyWindowHasNoLane) {
   EXPECT_EQ(render::whole_timeline_html(tl.value()), "");
 }
 
+// More threads than lanes: the busiest are drawn (by their rows in the window), the page says
+// how many quieter ones are not.
+TEST(WholeTimeline, KeepsTheBusiestThreadsWhenThereAreTooMany) {
+  TempDir dir;
+  const std::string db = dir.file("many.db");
+  // Threads 3001..3070 of the trainer's process, thread 3000 + k with k blocked intervals.
+  const std::string many = html_test::fixture_sql("lock_wait") + R"sql(
+WITH RECURSIVE th(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM th WHERE k < 70),
+               r(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM r WHERE j < 69)
+INSERT INTO offcpu(ts, dur, runq, pid, tid, cpu, preempted, state)
+SELECT t0 + j * 100 * ms + k * 1000, 50 * ms, 0, 2000, 3000 + k, 0, 0, 1
+FROM fx, th, r WHERE j < k;
+)sql";
+  ASSERT_EQ(analysis::testing::make_trace_db(db, many), "");
+  ASSERT_EQ(render::kWholeTimelineMaxLanes, 64u);
+  const testing::ShellResult j =
+      shell(std::string(GW_BINARY_DIR) + "/gpuwhy explain --json --db " + shell_quote(db));
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  auto file = store::TraceFile::open(db);
+  ASSERT_TRUE(file);
+  auto tl = render::whole_timeline(*file.value(), json::parse(j.out));
+  ASSERT_TRUE(tl) << tl.error().line();
+  // The trainer (8,000 rows) and threads 3070 down to 3008; 3001..3007 left out.
+  std::set<int64_t> want = {2000};
+  for (int k = 8; k <= 70; ++k) want.insert(3000 + k);
+  std::set<int64_t> got;
+  for (const json& l : tl.value()["lanes"]) got.insert(l["tid"].get<int64_t>());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(tl.value()["threads_not_drawn"], 7);
+  EXPECT_NE(render::whole_timeline_html(tl.value()).find("7 quieter threads not drawn"),
+            std::string::npos);
+}
+
+// Each bucket in the state with most of its time, none (blank) included; runs merged; the
+// thread's name escaped like every name on the page.
+TEST(WholeTimeline, DrawsEachBucketInItsDominantStateAndEscapesTheName) {
+  const json t = {
+      {"start_rel_ns", 0},
+      {"end_rel_ns", 500},
+      {"buckets", 5},
+      {"states", {"sync", "call", "preempted", "blocked"}},
+      {"lanes",
+       {{{"pid", 1},
+         {"tid", 2},
+         {"comm", "<script>x</script>\x1b]0;t\x07"},
+         {"rows", 4},
+         {"ns", {{100, 100, 0, 0, 0}, {0, 0, 60, 0, 0}, {0, 0, 0, 0, 40}, {0, 0, 0, 0, 50}}}}}},
+      {"threads_not_drawn", 2}};
+  const std::string h = render::whole_timeline_html(t);
+  std::vector<std::string> rects;
+  static const std::regex rect(R"re(<rect x="(\d+)" width="(\d+)" height="1" class="([a-z-]+)")re");
+  for (auto it = std::sregex_iterator(h.begin(), h.end(), rect); it != std::sregex_iterator(); ++it)
+    rects.push_back((*it)[1].str() + "+" + (*it)[2].str() + " " + (*it)[3].str());
+  EXPECT_EQ(rects, (std::vector<std::string>{"0+2 k-sync", "2+1 k-call", "4+1 k-blk"}));
+  EXPECT_EQ(h.find("<script>"), std::string::npos);
+  EXPECT_EQ(h.find('\x1b'), std::string::npos);
+  EXPECT_NE(h.find("&lt;script&gt;x&lt;/script&gt;\\x1b]0;t\\x07 (pid 1, tid 2) · 4 events"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("2 quieter threads not drawn"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuwhy

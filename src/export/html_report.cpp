@@ -24,6 +24,7 @@ using analysis::fmt_duration;
 using analysis::fmt_percent;
 using analysis::fmt_rel;
 
+// Every name and text from the report (html_escape.hpp).
 std::string esc(std::string_view raw) { return html_text(raw); }
 
 std::string str(const json& j, const char* k) {
@@ -50,6 +51,9 @@ std::string fmt(double v) {
   return b;
 }
 
+// Numbers and headers never wrap; names and text wrap anywhere (main's overflow-wrap, td.l), so
+// no untrusted name, however long and unbroken, makes the page wider than a 1,280 px window;
+// only the zoomed whole-window timeline is wider, inside its own scrolling box (.tlw).
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f4f5f7}
 main{max-width:1180px;margin:0 auto;padding:16px 20px 40px;overflow-wrap:anywhere}

@@ -36,14 +36,18 @@ struct ExplainFlags {
   uint64_t batch_rows = analysis::kDefaultBatchRows;
 };
 
-// The page is drawn from the JSON --json prints, plus the chains' timelines read from the file
-// and the audit of the same rows (audit runs the same analysis, so it is done once).
+// The page is drawn from the JSON --json prints, plus the chains' timelines and the whole
+// window's timeline (of the analysed processes, `pids`) read from the file, and the audit of the
+// same rows (audit runs the same analysis, so it is done once).
 int write_html(const store::TraceFile& file, const analysis::AuditReport& audit,
-               const std::string& path) {
+               const std::vector<uint32_t>& pids, const std::string& path) {
   const nlohmann::ordered_json j = render::explain_json(audit.explain);
   auto timelines = render::chain_timelines(file, j);
   if (!timelines) return fail(timelines.error().line(), timelines.error().exit_code);
-  const std::string page = render::explain_html(j, timelines.value(), render::audit_json(audit));
+  auto whole = render::whole_timeline(file, j, pids);
+  if (!whole) return fail(whole.error().line(), whole.error().exit_code);
+  const std::string page =
+      render::explain_html(j, timelines.value(), render::audit_json(audit), whole.value());
   const std::string tmp = path + ".tmp";
   const cleanup::Guard partial(tmp);  // removed if a signal ends explain while it writes
   FILE* out = std::fopen(tmp.c_str(), "wb");
@@ -84,7 +88,7 @@ int run_explain(const ExplainFlags& f) {
   if (!f.html.empty()) {  // the page holds the audit too, which reads the rows: one batch
     auto audited = analysis::audit_file(*file.value(), {window.value(), f.window.pids});
     if (!audited) return fail(audited.error().line(), audited.error().exit_code);
-    return write_html(*file.value(), std::move(audited.value()), f.html);
+    return write_html(*file.value(), std::move(audited.value()), f.window.pids, f.html);
   }
   auto analysed =
       analysis::explain_steady_state(*file.value(), {window.value(), f.window.pids}, f.batch_rows);

@@ -9,6 +9,7 @@
 #include "core/untrusted.hpp"
 #include "export/explain_render.hpp"
 #include "export/gpu_time_render.hpp"
+#include "export/plural.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -134,15 +135,17 @@ void budget_block(std::ostringstream& os, const BudgetReport& b) {
 
 void process_block(std::ostringstream& os, const Report& r, const ProcessStats& p) {
   const int64_t origin = r.trace.window.trace_start_ns;
-  os << "process " << shown(p.comm) << " (pid " << p.pid << "): " << fmt_count(p.calls)
-     << " calls, " << span_text(p.first_ns - origin, p.last_ns - origin) << ", "
-     << fmt_duration(p.api_ns) << " in GPU API calls\n";
+  os << "process " << shown(p.comm) << " (pid " << p.pid
+     << "): " << count_of(p.calls, "call", "calls") << ", "
+     << span_text(p.first_ns - origin, p.last_ns - origin) << ", " << fmt_duration(p.api_ns)
+     << " in GPU API calls\n";
   for (const ThreadStats& t : p.threads) {
     const double span = static_cast<double>(std::max<int64_t>(t.last_ns - t.first_ns, 1));
-    os << "  thread " << shown(t.comm) << " (tid " << t.tid << "): " << fmt_count(t.calls)
-       << " calls over " << fmt_duration(t.last_ns - t.first_ns) << "; in GPU calls "
-       << fmt_percent(t.api_ns / span) << ", preempted " << fmt_percent(t.off.preempted / span)
-       << ", asleep " << fmt_percent(t.off.blocked / span) << ", waiting for a CPU after wake-up "
+    os << "  thread " << shown(t.comm) << " (tid " << t.tid
+       << "): " << count_of(t.calls, "call", "calls") << " over "
+       << fmt_duration(t.last_ns - t.first_ns) << "; in GPU calls " << fmt_percent(t.api_ns / span)
+       << ", preempted " << fmt_percent(t.off.preempted / span) << ", asleep "
+       << fmt_percent(t.off.blocked / span) << ", waiting for a CPU after wake-up "
        << fmt_percent(t.off.wakeup / span) << "\n";
     os << table(op_rows(t.ops, t.ops.size()), "    ");
   }
@@ -173,9 +176,10 @@ std::string explain_text(const Report& r, const TextOptions& opt) {
   os << "VERDICT  " << shown(r.verdict) << "\n";
   os << "trace    host " << (r.trace.host.empty() ? "?" : shown(r.trace.host)) << ", window "
      << span_text(w.start_ns - w.trace_start_ns, w.end_ns - w.trace_start_ns) << " ("
-     << fmt_duration(w.duration()) << "), " << fmt_count(r.trace.calls) << " GPU API calls, "
-     << fmt_count(r.trace.processes) << (r.trace.processes == 1 ? " process, " : " processes, ")
-     << fmt_count(r.trace.threads) << (r.trace.threads == 1 ? " thread" : " threads") << "\n";
+     << fmt_duration(w.duration()) << "), "
+     << count_of(r.trace.calls, "GPU API call", "GPU API calls") << ", "
+     << count_of(r.trace.processes, "process", "processes") << ", "
+     << count_of(r.trace.threads, "thread", "threads") << "\n";
   for (const Caveat& c : r.caveats) os << "caveat   " << shown(c.text) << "\n";
   os << "\n";
   if (r.chains.empty()) {

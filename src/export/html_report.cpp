@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The HTML page of an explain report (html_report.hpp). Plain functions appending to one string:
-// a header with the verdict, the caveats, one card per chain (evidence, fix, timeline), the time
-// split of every thread, the per-operation percentiles, and the JSON it was drawn from.
+// a header with the verdict, the caveats, one card per chain (evidence, fix, timeline), the
+// whole-window timeline (html_whole_timeline_draw.cpp), the time split of every thread, the
+// per-operation percentiles, and the JSON it was drawn from.
 #include "export/html_report.hpp"
 
 #include <algorithm>
@@ -10,7 +11,8 @@
 #include <vector>
 
 #include "analysis/units.hpp"
-#include "core/untrusted.hpp"
+#include "export/html_escape.hpp"
+#include "export/plural.hpp"
 
 namespace gpuwhy::render {
 namespace {
@@ -22,34 +24,8 @@ using analysis::fmt_duration;
 using analysis::fmt_percent;
 using analysis::fmt_rel;
 
-// The four characters HTML markup reads, as entities.
-std::string esc_markup(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
-
-// Text from the report: control characters first as visible escapes (untrusted::shown()), as the
-// text report shows them (a page's text is also copied into terminals and tickets).
-std::string esc(std::string_view raw) { return esc_markup(untrusted::shown(raw)); }
+// Every name and text from the report (html_escape.hpp).
+std::string esc(std::string_view raw) { return html_text(raw); }
 
 std::string str(const json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
@@ -75,9 +51,12 @@ std::string fmt(double v) {
   return b;
 }
 
+// Numbers and headers never wrap; names and text wrap anywhere (main's overflow-wrap, td.l), so
+// no untrusted name, however long and unbroken, makes the page wider than a 1,280 px window;
+// only the zoomed whole-window timeline is wider, inside its own scrolling box (.tlw).
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2330;background:#f4f5f7}
-main{max-width:1180px;margin:0 auto;padding:16px 20px 40px}
+main{max-width:1180px;margin:0 auto;padding:16px 20px 40px;overflow-wrap:anywhere}
 h1{font-size:20px;margin:8px 0 2px}h2{font-size:16px;margin:26px 0 8px}
 .meta{color:#5b6472;font-size:12.5px}
 .verdict{font-size:17px;font-weight:600;background:#fff;border-left:5px solid #c0392b;padding:10px 14px;margin:12px 0;border-radius:4px}
@@ -93,8 +72,8 @@ ul.ev{margin:6px 0 6px 18px;padding:0;font-size:13px}ul.ev li{margin:2px 0}
 .at{color:#5b6472;font-variant-numeric:tabular-nums;margin-right:6px}
 .fix{background:#eef6ee;border-radius:4px;padding:6px 10px;font-size:13px;margin-top:6px}
 table{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
-th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:right;white-space:nowrap}
-th{background:#eceff3;position:sticky;top:0}td.l,th.l{text-align:left}
+th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:right;vertical-align:top;white-space:nowrap}
+th{background:#eceff3;position:sticky;top:0}td.l,th.l{text-align:left;white-space:normal}
 .bar{display:flex;height:10px;margin-top:3px;border-radius:3px;overflow:hidden;background:#e4e7eb;min-width:260px}
 .bar span{display:block;height:100%}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;vertical-align:-1px;border-radius:2px}
@@ -102,6 +81,13 @@ th{background:#eceff3;position:sticky;top:0}td.l,th.l{text-align:left}
 svg.tl{width:100%;height:auto;background:#fafbfc;border:1px solid #e4e7eb;border-radius:4px;margin-top:6px}
 svg text{font:11px system-ui,sans-serif;fill:#394150}
 details{margin-top:20px}pre{white-space:pre-wrap;font-size:11px;background:#fff;padding:8px}
+.tlz{font-size:12.5px;color:#5b6472}.tlz input{margin:0 3px 0 10px;vertical-align:-2px}
+.tlw{overflow-x:auto;background:#fff;border:1px solid #e4e7eb;border-radius:4px;margin-top:6px;padding:4px 0}
+.tli{width:100%}#tlz4:checked~.tlw .tli{width:400%}#tlz16:checked~.tlw .tli{width:1600%}
+.lane{margin:3px 0}.ln{position:sticky;left:0;display:inline-block;max-width:min(100%,1100px);font-size:12px;padding:0 6px}
+svg.lane{display:block;width:100%;height:14px;background:#f4f5f7;shape-rendering:crispEdges}
+.k-sync{fill:#6c5ce7;background:#6c5ce7}.k-call{fill:#3b7dd8;background:#3b7dd8}.k-pre{fill:#d64541;background:#d64541}.k-blk{fill:#8e9aaf;background:#8e9aaf}
+.axis{display:flex;justify-content:space-between;font-size:11px;color:#5b6472;padding:0 6px}
 )css";
 
 // A chain's worst stretch of its thread: calls on the top lane, off-CPU intervals below
@@ -161,9 +147,10 @@ void chain_card(std::string& h, const json& c, const json& timelines) {
   if (timelines.contains(rank)) {
     const json& t = timelines[rank];
     h += "<div class=\"meta\" style=\"margin-top:8px\">Worst stretch of tid " +
-         std::to_string(i64(t, "tid")) + ": " + fmt_count(t["calls"].size()) + " GPU calls, " +
-         fmt_count(t["offcpu"].size()) +
-         " off-CPU intervals <span class=\"legend\"><span class=\"c0\"></span>GPU call"
+         std::to_string(i64(t, "tid")) + ": " +
+         count_of(t["calls"].size(), "GPU call", "GPU calls") + ", " +
+         count_of(t["offcpu"].size(), "off-CPU interval", "off-CPU intervals") +
+         " <span class=\"legend\"><span class=\"c0\"></span>GPU call"
          "<span class=\"c1\"></span>preempted<span class=\"c2\"></span>blocked</span></div>" +
          timeline_svg(t);
   }
@@ -290,11 +277,12 @@ void audit_section(std::string& h, const json& audit) {
         const json& r = m["reserve"];
         h += "<div class=\"nums\">reserved by a caching allocator: <b>" +
              fmt_bytes(static_cast<uint64_t>(i64(r, "bytes"))) + "</b> in " +
-             std::to_string(i64(r, "segments")) + " segment(s) at the end, peak " +
-             fmt_bytes(static_cast<uint64_t>(i64(r, "peak_bytes"))) + " in " +
-             std::to_string(i64(r, "peak_segments")) + "; grown at " +
-             std::to_string(r["growth"].size()) + " step(s), " +
-             std::to_string(r["sweeps"].size()) + " sweep(s); by " + esc(str(r, "site")) +
+             count_of(static_cast<uint64_t>(i64(r, "segments")), "segment", "segments") +
+             " at the end, peak " + fmt_bytes(static_cast<uint64_t>(i64(r, "peak_bytes"))) +
+             " in " +
+             count_of(static_cast<uint64_t>(i64(r, "peak_segments")), "segment", "segments") +
+             "; grown at " + count_of(r["growth"].size(), "step", "steps") + ", " +
+             count_of(r["sweeps"].size(), "sweep", "sweeps") + "; by " + esc(str(r, "site")) +
              (r.value("still_growing", false) ? "; <b>still growing</b>" : "") + "</div>";
       }
       h += "<table><tr><th class=\"l\">pattern</th><th>kept</th><th>allocated</th>"
@@ -337,7 +325,8 @@ void audit_section(std::string& h, const json& audit) {
 
 }  // namespace
 
-std::string explain_html(const json& report, const json& timelines, const json& audit) {
+std::string explain_html(const json& report, const json& timelines, const json& audit,
+                         const json& whole) {
   const json& tr = report["trace"];
   std::string h =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -350,16 +339,18 @@ std::string explain_html(const json& report, const json& timelines, const json& 
        " · trace " + esc(str(tr, "status")) + " · window " +
        fmt_rel(i64(tr["window"], "start_rel_ns")) + " … " +
        fmt_rel(i64(tr["window"], "end_rel_ns")) + " (" + dur(tr["window"], "duration_ns") + ") · " +
-       fmt_count(static_cast<uint64_t>(i64(tr, "calls"))) + " GPU calls, " +
-       fmt_count(static_cast<uint64_t>(i64(tr, "processes"))) + " processes, " +
-       fmt_count(static_cast<uint64_t>(i64(tr, "threads"))) + " threads, " +
-       fmt_count(static_cast<uint64_t>(i64(tr, "lost_events"))) + " events lost</div>";
+       count_of(static_cast<uint64_t>(i64(tr, "calls")), "GPU call", "GPU calls") + ", " +
+       count_of(static_cast<uint64_t>(i64(tr, "processes")), "process", "processes") + ", " +
+       count_of(static_cast<uint64_t>(i64(tr, "threads")), "thread", "threads") + ", " +
+       count_of(static_cast<uint64_t>(i64(tr, "lost_events")), "event lost", "events lost") +
+       "</div>";
   h += std::string("<div class=\"verdict") + (report.value("clean", false) ? " clean" : "") +
        "\">" + esc(str(report, "verdict")) + "</div>";
   for (const json& c : report["caveats"])
     h += "<div class=\"caveat\">" + esc(str(c, "text")) + "</div>";
   if (!report["chains"].empty()) h += "<h2>Causes, most time lost first</h2>";
   for (const json& c : report["chains"]) chain_card(h, c, timelines);
+  h += whole_timeline_html(whole);
   thread_split(h, report["stats"], report.contains("budgets") ? report["budgets"] : json());
   audit_section(h, audit);
   ops_table(h, report["stats"]["ops"]);
@@ -373,7 +364,7 @@ std::string explain_html(const json& report, const json& timelines, const json& 
   for (char c : data) c == '<' ? script_data += "\\u003c" : script_data += c;
   h += "<details><summary>The report as JSON (<code>gpuwhy explain --json</code>)</summary>"
        "<pre>" +
-       esc_markup(data) +  // the JSON encoder escaped every control character already
+       html_markup(data) +  // the JSON encoder escaped every control character already
        "</pre></details>"
        "<script type=\"application/json\" id=\"gpuwhy-explain\">" +
        script_data + "</script>";

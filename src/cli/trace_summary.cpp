@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/untrusted.hpp"
+#include "export/plural.hpp"
 #include "gpuwhy/abi/events.h"
 #include "reader/decode.hpp"
 
@@ -95,10 +96,10 @@ void StatusLine::update(std::chrono::steady_clock::duration elapsed, const Trace
   const double dt = shown_ ? seconds(now - last_) : seconds(elapsed);
   const double rate = dt > 0 ? (c.total_events - last_total_) / dt : 0;
   const long s = static_cast<long>(seconds(elapsed));
-  std::fprintf(stderr, "\r\033[Kgpuwhy: %02ld:%02ld  %s events  %s ev/s  %zu processes  %s lost",
-               s / 60, s % 60, with_commas(c.total_events).c_str(),
-               with_commas(static_cast<uint64_t>(rate)).c_str(), processes,
-               with_commas(c.lost()).c_str());
+  std::fprintf(
+      stderr, "\r\033[Kgpuwhy: %02ld:%02ld  %s events  %s ev/s  %s  %s lost", s / 60, s % 60,
+      with_commas(c.total_events).c_str(), with_commas(static_cast<uint64_t>(rate)).c_str(),
+      render::count_of(processes, "process", "processes").c_str(), with_commas(c.lost()).c_str());
   std::fflush(stderr);
   last_ = now;
   last_total_ = c.total_events;
@@ -121,8 +122,10 @@ void print_summary(std::FILE* out, std::chrono::steady_clock::duration elapsed,
   }
   std::fprintf(out, "gpuwhy: traced %.1f s: %s events (%s)\n", seconds(elapsed),
                with_commas(c.total_events).c_str(), per_kind.empty() ? "none" : per_kind.c_str());
-  std::fprintf(out, "gpuwhy: %zu processes, %zu GPU libraries, %u functions probed\n", processes,
-               libraries, probes);
+  std::fprintf(out, "gpuwhy: %s, %s, %s probed\n",
+               render::count_of(processes, "process", "processes").c_str(),
+               render::count_of(libraries, "GPU library", "GPU libraries").c_str(),
+               render::count_of(probes, "function", "functions").c_str());
   const uint64_t lost = c.lost();
   if (lost == 0) {
     std::fprintf(out, "gpuwhy: 0 events lost\n");

@@ -129,7 +129,8 @@ TEST(BashCompletion, CompletesCommandsOptionsAndValues) {
   EXPECT_EQ(bash_complete(s, "gpuwhy trace --dur"), "--duration");
   EXPECT_EQ(bash_complete(s, "gpuwhy -v trace --entry-only l"), "launch");
   EXPECT_EQ(bash_complete(s, "gpuwhy trace --without t"), "tcp");
-  EXPECT_EQ(bash_complete(s, "gpuwhy export --format p"), "perfetto");
+  EXPECT_EQ(bash_complete(s, "gpuwhy export --format p"), "parquet perfetto");
+  EXPECT_EQ(bash_complete(s, "gpuwhy export --format pe"), "perfetto");
   EXPECT_EQ(bash_complete(s, "gpuwhy query --format j"), "json");
   // After `trace --` the command to launch completes as a command.
   EXPECT_NE(bash_complete(s, "gpuwhy trace -o t.db -- bas").find("bash"), std::string::npos);

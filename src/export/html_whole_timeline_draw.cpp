@@ -4,6 +4,7 @@
 // none): radio buttons whose :checked state widens the lanes 4x or 16x inside a box that scrolls
 // sideways, the thread's name sticking to the box's left edge.
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "analysis/units.hpp"
@@ -19,7 +20,7 @@ using json = nlohmann::ordered_json;
 // CSS class and legend label per state, in the order of the data's "states".
 constexpr const char* kClass[] = {"k-sync", "k-call", "k-pre", "k-blk"};
 constexpr const char* kLabel[] = {"sync", "GPU call", "preempted", "blocked"};
-constexpr int kStates = 4;
+constexpr int kDrawnStates = static_cast<int>(std::size(kClass));  // the data's state count
 
 int64_t edge(int64_t start, int64_t span, int n, int i) {
   return start + static_cast<int64_t>((static_cast<__int128>(span) * i + n - 1) / n);
@@ -40,7 +41,7 @@ std::string lane_rects(const json& ns, int64_t start, int64_t span, int n) {
     const int64_t width = edge(start, span, n, i + 1) - edge(start, span, n, i);
     int64_t in_states = 0, best_ns = 0;
     int best = -1;
-    for (int k = 0; k < kStates; ++k) {
+    for (int k = 0; k < kDrawnStates; ++k) {
       const int64_t v = ns[k][static_cast<size_t>(i)].get<int64_t>();
       in_states += v;
       if (v > best_ns) {
@@ -74,7 +75,7 @@ std::string whole_timeline_html(const json& t) {
       count_of(static_cast<uint64_t>(n), "bucket", "buckets") + " of " +
       analysis::fmt_duration(std::max<int64_t>(1, span / n)) +
       ", each drawn in the state that has most of its time <span class=\"legend\">";
-  for (int k = 0; k < kStates; ++k)
+  for (int k = 0; k < kDrawnStates; ++k)
     h += std::string("<span class=\"") + kClass[k] + "\"></span>" + kLabel[k];
   h += "</span>";
   if (const auto left = t.value("threads_not_drawn", 0); left > 0)

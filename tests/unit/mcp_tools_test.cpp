@@ -81,7 +81,8 @@ TEST_F(McpTools, ExplainAuditAndQueryReturnStructuredContentAndCompactText) {
     EXPECT_TRUE(explain.contains(member.get<std::string>())) << member;
 
   McpClient old(options_for(db_), "2025-03-26");
-  for (const json& t : old.request("tools/list")["result"]["tools"])
+  const json old_tools = old.request("tools/list")["result"]["tools"];  // kept: the loop must
+  for (const json& t : old_tools)  // not walk a destroyed temporary
     EXPECT_FALSE(t.contains("outputSchema")) << t["name"];
   const json r = old.call("explain");
   EXPECT_FALSE(r.contains("structuredContent"));

@@ -23,11 +23,13 @@ void write(const std::string& path, const std::string& text) {
   f << text;
 }
 
+// The map points into `fs`: keep the families alive while it is used (never a temporary).
 std::map<std::string, const Family*> by_name(const std::vector<Family>& fs) {
   std::map<std::string, const Family*> out;
   for (const Family& f : fs) out[f.name] = &f;
   return out;
 }
+std::map<std::string, const Family*> by_name(std::vector<Family>&&) = delete;
 
 TEST(MetricsProcess, ReadsTheCollectorsSixValuesFromProc) {
   gpuwhy::testing::TempDir dir;
@@ -78,20 +80,23 @@ TEST(MetricsProcess, WhatCannotBeReadIsLeftOut) {
   std::filesystem::create_directories(proc + "/fd");
   write(proc + "/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 10 1000 1\n");
   write(dir.file("stat"), "cpu 1 2 3\n");
-  const auto f = by_name(process_families({proc, dir.file("stat"), 100, 4096}));
+  const std::vector<Family> ff = process_families({proc, dir.file("stat"), 100, 4096});
+  const auto f = by_name(ff);
   EXPECT_EQ(f.count("process_start_time_seconds"), 0u);
   EXPECT_EQ(f.count("process_max_fds"), 0u);  // no limits file
   EXPECT_EQ(f.at("process_open_fds")->series.at(0).value, 0);
   EXPECT_EQ(f.at("process_cpu_seconds")->series.at(0).value, 0.1);
   // A truncated stat: the fields it lacks are left out, not read as 0.
   write(proc + "/stat", "1 (init) S 0 1 1 0 -1 0 0 0 0 0 5\n");
-  const auto g = by_name(process_families({proc, dir.file("stat"), 100, 4096}));
+  const std::vector<Family> gf = process_families({proc, dir.file("stat"), 100, 4096});
+  const auto g = by_name(gf);
   EXPECT_EQ(g.count("process_cpu_seconds"), 0u);
   EXPECT_EQ(g.count("process_resident_memory_bytes"), 0u);
 }
 
 TEST(MetricsProcess, ThisProcessFromProcSelf) {
-  const auto f = by_name(process_families());
+  const std::vector<Family> fs = process_families();
+  const auto f = by_name(fs);
   ASSERT_EQ(f.size(), 6u);
   auto value = [&](const char* name) { return f.at(name)->series.at(0).value; };
   rlimit nofile{};

@@ -228,26 +228,27 @@ Status PerfettoWriter::descriptors() {
   if (auto st = load_map(file_, "SELECT pid, cmdline FROM processes ORDER BY start_ns", cmdlines);
       !st)
     return st;
-  // A waker gpuwhy did not trace is named by the task name its wake-ups recorded.
-  std::unordered_map<int64_t, std::string> waker_names;
-  if (auto st = load_map(file_,
-                         "SELECT o.waker_tid, s.s FROM offcpu AS o JOIN strings AS s ON "
-                         "s.id = o.waker_comm" +
-                             in_scope + " GROUP BY o.waker_tid",
-                         waker_names);
-      !st)
-    return st;
-  // A process gpuwhy did not trace (a waker's) is named by its main thread's recorded task name,
-  // else by the first of its threads that woke one (a kernel thread is its own process).
-  std::unordered_map<int64_t, std::string> waker_processes;  // the last row of a pid wins
-  if (auto st = load_map(file_,
-                         "SELECT o.waker_pid, s.s FROM offcpu AS o JOIN strings AS s ON "
-                         "s.id = o.waker_comm" +
-                             (in_scope.empty() ? " WHERE" : in_scope + " AND") +
-                             " o.waker_pid NOT NULL ORDER BY o.waker_tid = o.waker_pid, o.ts DESC",
-                         waker_processes);
-      !st)
-    return st;
+  // A waker gpuwhy did not trace is named by the task name its wake-ups recorded; its process
+  // by its main thread's, else by the earliest of its threads that woke one (a kernel thread is
+  // its own process). One scan of the wake-ups fills both; in this order the last row of a tid
+  // or a pid is the one that names it.
+  std::unordered_map<int64_t, std::string> waker_names, waker_processes;
+  {
+    auto w = store::Stmt::prepare(file_.db(),
+                                  "SELECT o.waker_pid, o.waker_tid, s.s FROM offcpu AS o JOIN "
+                                  "strings AS s ON s.id = o.waker_comm" +
+                                      in_scope + " ORDER BY o.waker_tid = o.waker_pid, o.ts DESC",
+                                  "reading the wakers' names");
+    if (!w) return w.error();
+    sqlite3_stmt* q = w->get();
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      const auto* t = sqlite3_column_text(q, 2);
+      const std::string name = t ? reinterpret_cast<const char*>(t) : "";
+      if (sqlite3_column_type(q, 1) != SQLITE_NULL) waker_names[sqlite3_column_int64(q, 1)] = name;
+      if (sqlite3_column_type(q, 0) != SQLITE_NULL)
+        waker_processes[sqlite3_column_int64(q, 0)] = name;
+    }
+  }
   for (auto& [pid, name] : processes_) {
     name = !procs[pid].empty()          ? procs[pid]
            : waker_processes.count(pid) ? waker_processes[pid]

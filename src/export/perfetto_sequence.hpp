@@ -79,16 +79,8 @@ class PerfettoSequence {
   // The iid of `name` in InternedData's table `table` (kInterned*); a name not seen before is
   // added to the next packet's InternedData.
   uint64_t iid(uint32_t table, std::string_view name) {
-    auto& ids = tables_[table];
-    const auto it = ids.find(std::string(name));
-    if (it != ids.end()) return it->second;
-    const uint64_t id = ids.size() + 1;  // iid 0 means "none"
-    ids.emplace(name, id);
-    ProtoWriter entry;
-    entry.varint(kInternedIid, id);
-    entry.string(kInternedName, name);
-    interned_.message(table, entry);
-    return id;
+    return intern(table, std::string(name),
+                  [&](ProtoWriter& entry) { entry.string(kInternedName, name); });
   }
 
   // The iid of a SourceLocation (file, function, line) in InternedData's source_locations; a new
@@ -99,18 +91,11 @@ class PerfettoSequence {
     key += function;
     key += '\0';
     key += std::to_string(line);
-    auto& ids = tables_[kInternedSourceLocations];
-    const auto it = ids.find(key);
-    if (it != ids.end()) return it->second;
-    const uint64_t id = ids.size() + 1;
-    ids.emplace(std::move(key), id);
-    ProtoWriter entry;
-    entry.varint(kInternedIid, id);
-    entry.string(kSourceLocationFile, file);
-    entry.string(kSourceLocationFunction, function);
-    if (line >= 0) entry.varint(kSourceLocationLine, static_cast<uint64_t>(line) & 0xffffffffu);
-    interned_.message(kInternedSourceLocations, entry);
-    return id;
+    return intern(kInternedSourceLocations, std::move(key), [&](ProtoWriter& entry) {
+      entry.string(kSourceLocationFile, file);
+      entry.string(kSourceLocationFunction, function);
+      if (line >= 0) entry.varint(kSourceLocationLine, static_cast<uint64_t>(line) & 0xffffffffu);
+    });
   }
 
   // One TracePacket with `body` under `field` (a TrackEvent, a TrackDescriptor); `ts` < 0: none.
@@ -130,6 +115,21 @@ class PerfettoSequence {
 
  private:
   static constexpr uint32_t kSequence = 1;
+  // The iid of `key` in `table`; a new one (iids count from 1: 0 means none) goes into the next
+  // packet's InternedData as an entry with its iid and what `fill` writes.
+  template <typename Fill>
+  uint64_t intern(uint32_t table, std::string key, const Fill& fill) {
+    auto& ids = tables_[table];
+    const auto it = ids.find(key);
+    if (it != ids.end()) return it->second;
+    const uint64_t id = ids.size() + 1;
+    ids.emplace(std::move(key), id);
+    ProtoWriter entry;
+    entry.varint(kInternedIid, id);
+    fill(entry);
+    interned_.message(table, entry);
+    return id;
+  }
   void write_packet() {
     outer_.clear();
     outer_.message(1, pkt_);  // Trace.packet

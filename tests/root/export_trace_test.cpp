@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/perfetto_decode.hpp"
 #include "support/process.hpp"
 
 namespace gpuwhy::testing {
@@ -80,11 +81,7 @@ TEST(ExportOfARealTrace, EveryConsumerReadsWhatTheAgentRecorded) {
   const std::string pf = dir.file("t.pftrace");
   exp("perfetto", pf);
   {
-    RunResult d = run({"/bin/sh", "-c",
-                       "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +
-                           "/tests/export/perfetto --decode=perfetto.protos.Trace "
-                           "perfetto_trace.proto < " +
-                           pf});
+    RunResult d = decode_with_perfettos_proto(pf);
     ASSERT_EQ(d.exit_code, 0) << d.err;
     size_t begins = 0, sites = 0, unknown = 0, pid_named = 0, processes = 0;
     std::vector<int64_t> clocks;

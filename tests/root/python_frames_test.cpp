@@ -18,6 +18,7 @@
 
 #include "discover/python.hpp"
 #include "store/store.hpp"
+#include "support/perfetto_decode.hpp"
 #include "support/process.hpp"
 
 namespace gpuwhy::testing {
@@ -172,11 +173,7 @@ void expect_perfetto_slices_carry_python_lines(const store::TraceFile& f, const 
   const std::string pf = dir.file("t.pftrace");
   RunResult e = run({gpuwhy_binary(), "export", "--db", db, "--format", "perfetto", "-o", pf});
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  RunResult d = run({"/bin/sh", "-c",
-                     "protoc --proto_path=" + std::string(GW_SOURCE_DIR) +
-                         "/tests/export/perfetto --decode=perfetto.protos.Trace "
-                         "perfetto_trace.proto < " +
-                         pf});
+  RunResult d = decode_with_perfettos_proto(pf);
   ASSERT_EQ(d.exit_code, 0) << d.err;
   int64_t with_location = 0;
   std::set<std::pair<std::string, std::string>> interned;  // (file, line)
